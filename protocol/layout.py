@@ -51,6 +51,11 @@ class Layout:
     fields: tuple[Field, ...]
 
     @property
+    def payload_names(self) -> tuple[str, ...]:
+        """Record fields that come from the payload (after prefix and header)."""
+        return self.dtype.names[len(RECORD_PREFIX) + len(Header.subcons) :]
+
+    @property
     def max_payload(self) -> int:
         return self.base + self.item_size * self.spec.max_items
 
