@@ -4,7 +4,8 @@ The virtual table emits hundreds of thousands of frames; building each with
 construct costs tens of microseconds.  A record of :func:`protocol.layout.layout`
 dtype already holds the body byte for byte, so encoding is a slice, a CRC and
 COBS stuffing per frame (both in C).  ``version`` and ``msg_type`` are set
-here; ``offset`` is ignored and ``payload_len`` derived from the length rule.
+here from the dtype; ``offset`` and ``payload_len`` are ignored (the length
+comes from the ICD rule).
 
 >>> import numpy as np
 >>> from protocol.layout import layout
@@ -23,14 +24,12 @@ from cobs import cobs
 
 from .catalogue import HEADER_SIZE, PROTOCOL_VERSION
 from .framing import DELIMITER
-from .layout import COUNTED, GREEDY, PREFIX_SIZE, layout
+from .layout import COUNTED, GREEDY, PREFIX_SIZE, layout_of
 
 
 def payload_lengths(records: np.ndarray) -> np.ndarray:
     """Each record's payload length by its message's ICD length rule."""
-    lay = layout(int(records["msg_type"][0])) if len(records) else None
-    if lay is None:
-        return np.zeros(0, np.int64)
+    lay = layout_of(records.dtype)
     if lay.rule == COUNTED:
         return lay.base + lay.item_size * records["count"].astype(np.int64)
     if lay.rule == GREEDY:
@@ -39,14 +38,11 @@ def payload_lengths(records: np.ndarray) -> np.ndarray:
     return np.full(len(records), lay.base, np.int64)
 
 
-def encode_records(records: np.ndarray, msg_type: int | None = None) -> list[bytes]:
+def encode_records(records: np.ndarray) -> list[bytes]:
     """One wire frame (COBS body + 0x00) per record, in record order."""
-    if not len(records):
-        return []
     records = records.copy()
     records["version"] = PROTOCOL_VERSION
-    if msg_type is not None:
-        records["msg_type"] = msg_type
+    records["msg_type"] = layout_of(records.dtype).spec.msg_type
     lengths = HEADER_SIZE + payload_lengths(records)
     raw = records.view(np.uint8).reshape(len(records), records.dtype.itemsize)
     frames = []

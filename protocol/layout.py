@@ -127,6 +127,14 @@ def layout(msg_type: int) -> Layout:
     return Layout(spec, dtype, rule, base, item_size, count_offset, tuple(fields))
 
 
+def layout_of(dtype: np.dtype) -> Layout:
+    """The message whose record dtype this is (field names make each unique)."""
+    for lay in all_layouts():
+        if lay.dtype == dtype:
+            return lay
+    raise KeyError(f"no message has record dtype {dtype}")
+
+
 def all_layouts() -> list[Layout]:
     return [layout(spec.msg_type) for spec in MESSAGES]
 
