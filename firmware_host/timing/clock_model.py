@@ -1,0 +1,221 @@
+"""Each node's clock against the hub's, from CLOCK_SYNC (ICD §4, §7).
+
+A CLOCK_SYNC pairs ``h`` (hub clock when a beacon left) with ``n`` (the
+peer's clock when it arrived).  With ``H(n)`` the hub time of node time
+``n``, ``H(n_i) = h_i + d_i`` where the delay ``d_i`` is always positive and
+often much larger than its minimum (cue radio: 150-400 µs, 5 % retried
+1-5 ms late).  So in the plane of node time against the offset ``h - n``,
+every sample lies *below* the true line ``H(n) - n - d_min`` and the
+samples with the smallest delay touch it.  The estimator is the lower
+envelope of the delays (the upper envelope of the offsets):
+
+    the line above every sample of the window that is lowest at the
+    window's mean node time (the LP of Moon, Skelly & Towsley 1999).
+
+Its solution is the upper convex-hull edge spanning the mean, found in one
+monotone-chain pass.  Late and retried beacons never move it; a least-
+squares fit would sit at the *mean* delay (hundreds of µs low on the cue).
+
+The envelope is ``d_min`` of the window's luckiest beacon below the truth;
+we add the datasheet's minimum delay of that link (wired 8 µs, cue
+150 µs), so the residual bias is how far the luckiest beacon of the window
+was above the datasheet minimum: on average ``(d_max - d_min) / (m + 1)``
+for ``m`` samples, under 1 µs with the default 16 s window.  The
+uncertainty we report is that figure plus the slope's extrapolation error.
+
+The window is *trailing* (samples received so far, within ``WINDOW_US`` of
+hub time), so the model for a frame depends only on what came before it in
+the stream: the live path and the batch path see the same fit for every
+frame.  Slow drift (temperature) is tracked because the window slides; a
+frequency change of 1 ppm/min costs < 2 µs at the window's newest end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+N_NODES = 8  # hub + nodes 1-7; the host (0x80) never stamps table events
+CAPACITY = 512  # samples kept per node: 16 s at up to 32 Hz
+WINDOW_US = 16_000_000
+
+#: ICD §7, per node: minimum / maximum beacon delay and worst frequency error.
+MIN_DELAY_US = np.array([0, 8, 8, 150, 8, 8, 8, 8], np.float64)
+MAX_DELAY_US = np.array([0, 20, 20, 400, 20, 20, 20, 20], np.float64)
+MAX_PPM = np.array([0, 50, 50, 100, 50, 50, 50, 50], np.float64)
+
+# fit_i columns: reference node time, hub-minus-node offset at it (µs, int)
+FI_NREF, FI_OREF, FI_N = 0, 1, 2
+# fit_f columns: envelope value at the reference, slope, mean x, samples, span
+FF_A, FF_B, FF_XBAR, FF_M, FF_SPAN = 0, 1, 2, 3, 4
+
+
+@njit(cache=True)
+def envelope_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """The line above every (x, y) that is lowest at mean(x); x ascending.
+
+    Returns (value at x = 0, slope).  One point: the horizontal line
+    through it (no frequency information yet).
+    """
+    m = len(x)
+    if m == 1:
+        return y[0], 0.0
+    hx = np.empty(m)
+    hy = np.empty(m)
+    k = 0
+    for i in range(m):
+        while k >= 2:
+            cross = (hx[k - 1] - hx[k - 2]) * (y[i] - hy[k - 2]) - (hy[k - 1] - hy[k - 2]) * (
+                x[i] - hx[k - 2]
+            )
+            if cross >= 0.0:  # not a right turn: hx[k-1] is under the chord
+                k -= 1
+            else:
+                break
+        hx[k] = x[i]
+        hy[k] = y[i]
+        k += 1
+    if k == 1:
+        return hy[0], 0.0
+    xbar = x.mean()
+    j = 0
+    while j < k - 2 and hx[j + 1] < xbar:
+        j += 1
+    slope = (hy[j + 1] - hy[j]) / (hx[j + 1] - hx[j])
+    return hy[j] - slope * hx[j], slope
+
+
+@njit(cache=True)
+def add_sync(
+    ring_n: np.ndarray,
+    ring_h: np.ndarray,
+    ring_start: np.ndarray,
+    ring_len: np.ndarray,
+    fit_i: np.ndarray,
+    fit_f: np.ndarray,
+    node: int,
+    n: np.int64,
+    h: np.int64,
+    window_us: np.int64,
+) -> bool:
+    """Take one CLOCK_SYNC sample (unwrapped node and hub time) and refit.
+
+    A sample whose node time does not advance is refused (returns False):
+    the envelope needs ascending node times.
+    """
+    cap = ring_n.shape[1]
+    length = ring_len[node]
+    start = ring_start[node]
+    if length > 0 and n <= ring_n[node, (start + length - 1) % cap]:
+        return False
+    if length == cap:
+        start = (start + 1) % cap
+        length -= 1
+    ring_n[node, (start + length) % cap] = n
+    ring_h[node, (start + length) % cap] = h
+    length += 1
+    while length > 1 and ring_h[node, start] < h - window_us:
+        start = (start + 1) % cap
+        length -= 1
+    ring_start[node] = start
+    ring_len[node] = length
+
+    x = np.empty(length)
+    y = np.empty(length)
+    offset_ref = h - n
+    for j in range(length):
+        s = (start + j) % cap
+        x[j] = float(ring_n[node, s] - n)
+        y[j] = float((ring_h[node, s] - ring_n[node, s]) - offset_ref)
+    a, b = envelope_line(x, y)
+    # The datasheet bounds the frequency error: a steeper edge is beacon
+    # noise over a short span (start-up), so take the best line at the bound.
+    bound = MAX_PPM[node] * 1.05e-6
+    if b > bound or b < -bound:
+        b = bound if b > 0 else -bound
+        a = (y - b * x).max()
+    fit_i[node, FI_NREF] = n
+    fit_i[node, FI_OREF] = offset_ref
+    fit_i[node, FI_N] += 1
+    fit_f[node, FF_A] = a
+    fit_f[node, FF_B] = b
+    fit_f[node, FF_XBAR] = x.mean()
+    fit_f[node, FF_M] = length
+    fit_f[node, FF_SPAN] = -x[0]
+    return True
+
+
+@njit(cache=True)
+def to_hub(fit_i: np.ndarray, fit_f: np.ndarray, node: int, n: np.int64) -> tuple[np.int64, float]:
+    """Hub time (µs, unwrapped within the epoch) of node time ``n``, and its uncertainty.
+
+    Call only once the node has a fit (``fit_i[node, FI_N] > 0``).
+    """
+    x = float(n - fit_i[node, FI_NREF])
+    offset = fit_f[node, FF_A] + fit_f[node, FF_B] * x + MIN_DELAY_US[node]
+    hub = n + fit_i[node, FI_OREF] + np.int64(np.round(offset))
+    m = fit_f[node, FF_M]
+    spread = MAX_DELAY_US[node] - MIN_DELAY_US[node]
+    unc = 1.0 + spread / (m + 1.0)
+    span = fit_f[node, FF_SPAN]
+    if m < 2 or span <= 0.0:
+        unc += MAX_PPM[node] * 1e-6 * abs(x)
+    else:
+        # slope error ~ the envelope's excess over the span, times the lever arm
+        unc += 2.0 * spread / (m + 1.0) * abs(x - fit_f[node, FF_XBAR]) / span
+    return hub, unc
+
+
+class ClockState:
+    """The clock models of every node for one epoch, as arrays the kernels update."""
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self.ring_n = np.zeros((N_NODES, capacity), np.int64)
+        self.ring_h = np.zeros((N_NODES, capacity), np.int64)
+        self.ring_start = np.zeros(N_NODES, np.int64)
+        self.ring_len = np.zeros(N_NODES, np.int64)
+        self.fit_i = np.zeros((N_NODES, 3), np.int64)
+        self.fit_f = np.zeros((N_NODES, 5), np.float64)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.ring_n, self.ring_h, self.ring_start, self.ring_len, self.fit_i, self.fit_f)
+
+
+@njit(cache=True)
+def map_samples(
+    sync_node: np.ndarray,
+    sync_n: np.ndarray,
+    sync_h: np.ndarray,
+    query_node: np.ndarray,
+    query_n: np.ndarray,
+    query_after: np.ndarray,
+    window_us: np.int64,
+    capacity: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Batch form for analysis and tests: map queries with the fit as of a sync.
+
+    ``query_after[q]`` is how many sync samples (in stream order) were
+    received before query q; sample times are already unwrapped.  Queries
+    must be sorted by ``query_after``.  Returns hub times and uncertainties
+    (-1 where the node had no sample yet).
+    """
+    ring_n = np.zeros((N_NODES, capacity), np.int64)
+    ring_h = np.zeros((N_NODES, capacity), np.int64)
+    ring_start = np.zeros(N_NODES, np.int64)
+    ring_len = np.zeros(N_NODES, np.int64)
+    fit_i = np.zeros((N_NODES, 3), np.int64)
+    fit_f = np.zeros((N_NODES, 5), np.float64)
+    hub = np.empty(len(query_n), np.int64)
+    unc = np.empty(len(query_n), np.float64)
+    s = 0
+    for q in range(len(query_n)):
+        while s < query_after[q]:
+            add_sync(ring_n, ring_h, ring_start, ring_len, fit_i, fit_f, sync_node[s], sync_n[s], sync_h[s], window_us)
+            s += 1
+        node = query_node[q]
+        if fit_i[node, FI_N] == 0:
+            hub[q] = -1
+            unc[q] = -1.0
+        else:
+            hub[q], unc[q] = to_hub(fit_i, fit_f, node, query_n[q])
+    return hub, unc
