@@ -1,0 +1,326 @@
+"""The hub's firmware, modelled: its own frames, per-node queues and the wire order.
+
+:func:`build_wire` turns a :class:`MatchTruth` into everything the hub would
+send, in the order the bytes reach the host, with an exact per-frame truth:
+
+1. the sensor model (:mod:`.sensors`) says what each node reports and when;
+2. the hub adds HELLO per boot, HEARTBEAT at 1 Hz, CLOCK_SYNC per present
+   node (4 Hz, the cue 10 Hz, positive beacon delays, the cue's 5 % retries),
+   NODE_STATUS and LOG on faults, LOG now and then;
+3. every node's clock stamps its frames (:mod:`.clocks`), ``seq`` counts per
+   node and boot;
+4. per-node FIFO queues: a frame is ready once its node's latency has passed
+   and every earlier frame of that node is out, so frames of different nodes
+   reach the wire out of time order (by up to 30 ms) while each node's stay
+   in ``seq`` order; the link's byte rate serialises them.
+
+:class:`HostCommands` is the hub's answer to host frames (ACK, SET_INDICATOR,
+REQUEST_HELLO, PING), shared by the live pty peer (:mod:`.peer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocol.catalogue import BY_NAME, HOST_NODE, INDICATOR_STATES, NODE_NAMES
+from protocol.encode import encode_records
+from protocol.framing import BadFrame, Message, UnknownFrame
+
+from .clocks import CUE, WRAP, Timeline
+from .faults import FaultPlan, damage
+from .sensors import DAMAGED, LATE_BEACON, PLAIN, SENSOR_SETS, Batch, sense
+from .truth import MatchTruth
+
+SYNC_HZ, CUE_SYNC_HZ = 4.0, 10.0
+WIRED_DELAY_US, CUE_DELAY_US, CUE_RETRY_P, CUE_RETRY_MS = (8, 20), (150, 400), 0.05, (1.0, 5.0)
+SYNC_REPLY_MS = (0.5, 2.0)  # the peer's reply reaching the hub's queue
+BAUD_S_PER_BYTE = 10 / 921_600
+REBOOT_QUIET_S = 1.0  # nodes are re-enumerated after a hub reboot
+OFFLINE_NOTICE_S = 0.3  # the hub notices a silent node after this long
+HUB_BUFFER_FRAMES = 256  # frames the hub holds while the link is stalled
+LOG_EVERY_S = (60.0, 180.0)
+U16 = 0xFFFF
+
+FRAME_TRUTH = np.dtype(
+    [
+        ("offset", "<i8"),  # byte offset of the frame in the capture (-1: not written)
+        ("length", "<i4"),  # bytes on the wire, delimiter included
+        ("boot", "<i4"),  # index of the hub boot the frame belongs to
+        ("node", "u1"),
+        ("msg_type", "u1"),
+        ("seq", "<u2"),
+        ("t_us", "<u4"),  # the header stamp, as on the wire
+        ("node_us", "<i8"),  # the same stamp, unwrapped
+        ("stamp_hub_us", "<f8"),  # exact hub time (this boot, unwrapped) of the stamp
+        ("event_hub_us", "<f8"),  # hub time of the physical event behind it (NaN: none)
+        ("wire_hub_us", "<f8"),  # hub time the frame's first byte left the hub
+        ("note", "u1"),  # sensors.PLAIN, RING_DOWN, ... , DAMAGED
+    ]
+)
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    """Everything about the virtual table that is not the match itself."""
+
+    sensors: str = "full"
+    tracker_hz: float = 120.0
+    near_wrap: bool = False
+    seed: int = 0
+    faults: FaultPlan = field(default_factory=FaultPlan)
+    hub_serial: int = 0x5EB1_0001
+    firmware: tuple[int, int, int] = (1, 0, 0)
+    lead_s: float = 0.5  # the hub boots this long before the match's t = 0
+    tail_s: float = 1.0  # and keeps talking this long after it
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        return SENSOR_SETS[self.sensors]
+
+    @property
+    def nodes_present(self) -> int:
+        return sum(1 << n for n in self.nodes)
+
+
+@dataclass
+class Wire:
+    """The hub's output in wire order, and the truth of every frame in it.
+
+    ``chunks[k]`` starts leaving the hub at true time ``chunk_s[k]``; it is
+    frame ``chunk_frame[k]`` (its truth ``truth[chunk_frame[k]]``) or, at -1,
+    injected garbage.  ``hub_records[i]`` is the record of a hub (node 0) frame, so a live peer can re-encode it with
+    its own ``seq`` and lamp state; ``None`` for other nodes.
+    """
+
+    chunks: list[bytes]  # what to write, in order: frames, and garbage from fault injection
+    chunk_s: np.ndarray  # true time each chunk starts leaving the hub
+    chunk_frame: np.ndarray  # index into truth / hub_records (-1: garbage)
+    truth: np.ndarray  # FRAME_TRUTH, one row per frame, wire order
+    hub_records: list[np.void | None]
+    timeline: Timeline
+    config: HubConfig
+    plan: FaultPlan  # resolved: no "random" left
+    start_s: float
+    end_s: float
+
+
+def _sync_batch(timeline: Timeline, cfg: HubConfig, plan: FaultPlan, rng: np.random.Generator,
+                start_s: float, end_s: float) -> Batch:
+    """CLOCK_SYNC beacons: header = hub clock at departure, peer_t_us = peer clock at arrival."""
+    stamp, peer, delay = [], [], []
+    for node in cfg.nodes:
+        if node == 0:
+            continue
+        hz = CUE_SYNC_HZ if node == CUE else SYNC_HZ
+        t = np.arange(start_s + 0.05 + rng.uniform(0, 1 / hz), end_s, 1 / hz)  # after HELLO
+        if node == CUE:
+            d = rng.uniform(*CUE_DELAY_US, len(t)) + np.where(
+                rng.random(len(t)) < CUE_RETRY_P, rng.uniform(*CUE_RETRY_MS, len(t)) * 1e3, 0.0
+            )
+        else:
+            d = rng.uniform(*WIRED_DELAY_US, len(t))
+        stamp.append(t)
+        peer.append(np.full(len(t), node))
+        delay.append(d * 1e-6)
+    t, node, d = (np.concatenate(a) for a in (stamp, peer, delay))
+    arrive = t + d
+    return Batch.build(
+        "CLOCK_SYNC",
+        0,
+        t,
+        arrive,  # the peer's own stamp: the instant its clock was read
+        d + rng.uniform(*SYNC_REPLY_MS, len(t)) * 1e-3,
+        note=np.where(d > CUE_DELAY_US[1] * 1e-6, LATE_BEACON, PLAIN),
+        peer=node,
+        peer_t_us=np.floor(timeline.ticks(node, arrive)).astype(np.int64) % WRAP,
+    )
+
+
+def _heartbeat_batch(timeline: Timeline, cfg: HubConfig, plan: FaultPlan, end_s: float) -> Batch:
+    """HEARTBEAT at 1 Hz per boot: uptime and the nodes that answer now."""
+    stamps, uptimes = [], []
+    for i, boot in enumerate(timeline.boots):
+        stop = timeline.boots[i + 1].boot_s if i + 1 < len(timeline.boots) else end_s
+        t = np.arange(boot.boot_s + 1.0, stop, 1.0)
+        stamps.append(t)
+        uptimes.append(np.rint(t - boot.boot_s))
+    t = np.concatenate(stamps)
+    ok = np.full(len(t), cfg.nodes_present)
+    for node, start, stop in plan.offline:
+        ok = np.where((t >= start + OFFLINE_NOTICE_S) & (t < stop), ok & ~(1 << node), ok)
+    return Batch.build(
+        "HEARTBEAT", 0, t, np.full(len(t), np.nan), np.zeros(len(t)),
+        uptime_s=np.concatenate(uptimes), nodes_ok=ok, indicator=INDICATOR_STATES["off"],
+    )
+
+
+def _hello_batch(timeline: Timeline, cfg: HubConfig, truth: MatchTruth) -> Batch:
+    t = np.array([b.boot_s + 0.01 for b in timeline.boots])
+    major, minor, patch = cfg.firmware
+    return Batch.build(
+        "HELLO", 0, t, t, np.zeros(len(t)),
+        fw_major=major, fw_minor=minor, fw_patch=patch, proto=1,
+        boot_id=[b.boot_id for b in timeline.boots], hub_serial=cfg.hub_serial,
+        table_length_mm=round(truth.table.length_mm), table_width_mm=round(truth.table.width_mm),
+        ball_diameter_um=round(truth.table.ball_mm * 1000), nodes_present=cfg.nodes_present,
+    )
+
+
+def _status_batches(cfg: HubConfig, plan: FaultPlan, rng: np.random.Generator,
+                    start_s: float, end_s: float) -> list[Batch]:
+    """NODE_STATUS and a warning LOG when a node drops out and comes back; LOG now and then."""
+    t, peer, code = [], [], []
+    for node, off, on in plan.offline:
+        t += [off + OFFLINE_NOTICE_S, on]
+        peer += [node, node]
+        code += [1, 0]
+    t_arr = np.array(t, float)
+    status = Batch.build("NODE_STATUS", 0, t_arr, t_arr, np.zeros(len(t)), peer=peer, code=code, detail=0)
+    texts = [f"node {NODE_NAMES[p]} {'online' if c == 0 else 'offline'}".encode() for p, c in zip(peer, code, strict=True)]
+    levels = [1 if c == 0 else 2 for c in code]
+    chatter = np.cumsum(rng.uniform(*LOG_EVERY_S, int((end_s - start_s) / LOG_EVERY_S[0]) + 1)) + start_s
+    chatter = chatter[chatter < end_s]
+    talkers = rng.choice(cfg.nodes, len(chatter))
+    temps = rng.uniform(20.0, 28.0, len(chatter))
+    log_t = np.concatenate([t_arr, chatter])
+    log_node = np.concatenate([np.zeros(len(t), int), talkers])
+    log = Batch.build(
+        "LOG", log_node, log_t, np.full(len(log_t), np.nan),
+        np.where(log_node == 0, 0.0, rng.uniform(0.2e-3, 3e-3, len(log_t))),
+        level=levels + [0] * len(chatter),
+        text=texts + [f"{NODE_NAMES[n]}: board {c:.1f} C".encode() for n, c in zip(talkers, temps, strict=True)],
+    )
+    return [status, log]
+
+
+def _serialise(ready: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """When each frame starts on the wire: not before it is ready, nor before the previous left."""
+    tx = nbytes * BAUD_S_PER_BYTE
+    before = np.concatenate([[0.0], np.cumsum(tx)[:-1]])  # link time used by earlier frames
+    return before + np.maximum.accumulate(ready - before)
+
+
+def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
+    """Everything the hub sends for ``truth``, in wire order, with per-frame truth."""
+    rng = np.random.default_rng(cfg.seed)
+    start_s, end_s = -cfg.lead_s, truth.duration_s + cfg.tail_s
+    plan = cfg.faults.resolve(rng, truth.duration_s, cfg.nodes)
+    timeline = Timeline.create(rng, start_s, plan.reboots_s, cfg.near_wrap)
+    batches = sense(truth, cfg.nodes, rng, cfg.tracker_hz)
+    batches += [
+        _hello_batch(timeline, cfg, truth),
+        _heartbeat_batch(timeline, cfg, plan, end_s),
+        _sync_batch(timeline, cfg, plan, rng, start_s, end_s),
+        *_status_batches(cfg, plan, rng, start_s, end_s),
+    ]
+    batches = [b for b in batches if len(b)]
+    which = np.concatenate([np.full(len(b), i) for i, b in enumerate(batches)])
+    row = np.concatenate([np.arange(len(b)) for b in batches])
+    node = np.concatenate([b.records["node"] for b in batches]).astype(np.int64)
+    stamp = np.concatenate([b.stamp_s for b in batches])
+    event = np.concatenate([b.event_s for b in batches])
+    ready = stamp + np.concatenate([b.latency_s for b in batches])
+    note = np.concatenate([b.note for b in batches])
+    peer = np.concatenate([b.records["peer"] if "peer" in b.records.dtype.names else np.zeros(len(b), int)
+                           for b in batches]).astype(np.int64)
+    boot = timeline.boot_index(stamp)
+
+    # What never reaches the hub: before boot or after the end, a node offline (its beacons
+    # too), nodes still re-enumerating after a reboot, frames in flight across a reboot.
+    boot_s = np.array([b.boot_s for b in timeline.boots])
+    quiet = (boot > 0) & (node != 0) & (stamp < boot_s[boot] + REBOOT_QUIET_S)
+    sync_quiet = (boot > 0) & (peer != 0) & (stamp < boot_s[boot] + REBOOT_QUIET_S)
+    keep = (stamp >= start_s) & (stamp < end_s) & ~quiet & ~sync_quiet
+    keep &= ~plan.offline_mask(node, stamp) & ~plan.offline_mask(peer, stamp)
+    keep &= timeline.boot_index(ready) == boot
+    idx = np.flatnonzero(keep)
+
+    # Per node and boot: a FIFO in stamp order; seq counts in that order.
+    order = idx[np.lexsort((stamp[idx], node[idx], boot[idx]))]
+    group = boot[order] * 256 + node[order]
+    first = np.concatenate([[True], group[1:] != group[:-1]])
+    seq = np.zeros(len(node), np.int64)
+    seq[order] = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    span = end_s - start_s + 10.0
+    ready[order] = np.maximum.accumulate(ready[order] + group * span) - group * span
+
+    # A stalled link: the hub holds what it has (up to its buffer) and drops the rest,
+    # leaving a seq gap the host counts and a tx_dropped count in HEARTBEAT.
+    alive = np.zeros(len(node), bool)
+    alive[order] = True
+    dropped_at = []
+    for stall_from, stall_to in plan.stalls:
+        held = order[(ready[order] >= stall_from) & (ready[order] < stall_to)]
+        held = held[np.argsort(ready[held], kind="stable")]
+        dropped_at.append(ready[held[HUB_BUFFER_FRAMES:]])
+        alive[held[HUB_BUFFER_FRAMES:]] = False
+        ready[held] = stall_to
+    sent = order[alive[order]]
+    drop_t = np.sort(np.concatenate(dropped_at)) if dropped_at else np.zeros(0)
+
+    node_us = np.zeros(len(node), np.int64)
+    node_us[sent] = np.floor(timeline.ticks(node[sent], stamp[sent])).astype(np.int64)
+    frames: list[bytes | None] = [None] * len(node)
+    hub_records: list[np.void | None] = [None] * len(node)
+    for i, batch in enumerate(batches):
+        mine = sent[which[sent] == i]
+        rec = batch.records
+        rec["t_us"][row[mine]] = node_us[mine] % WRAP
+        rec["seq"][row[mine]] = seq[mine] & U16
+        if batch.msg_type == BY_NAME["HEARTBEAT"].msg_type:
+            before = np.searchsorted(drop_t, stamp[mine]) - np.searchsorted(drop_t, boot_s[boot[mine]])
+            rec["tx_dropped"][row[mine]] = np.minimum(before, U16)
+        for g, frame in zip(mine.tolist(), encode_records(rec[row[mine]]), strict=True):
+            frames[g] = frame
+        for g in mine[node[mine] == 0].tolist():
+            hub_records[g] = rec[row[g]]
+
+    wire = sent[np.lexsort((stamp[sent], ready[sent]))]
+    wire_frames = [frames[g] for g in wire]
+    nbytes = np.array([len(f) for f in wire_frames], float)
+    wire_s = _serialise(ready[wire], nbytes)
+    chunks, chunk_frame, damaged = damage(wire_frames, wire_s, plan, rng)
+
+    truth_rows = np.zeros(len(wire), FRAME_TRUTH)
+    truth_rows["boot"] = boot[wire]
+    truth_rows["node"] = node[wire]
+    truth_rows["msg_type"] = np.concatenate([b.records["msg_type"] for b in batches])[wire]
+    truth_rows["seq"] = seq[wire] & U16
+    truth_rows["node_us"] = node_us[wire]
+    truth_rows["t_us"] = node_us[wire] % WRAP
+    exact = stamp[wire] - (timeline.ticks(node[wire], stamp[wire]) - node_us[wire]) * 1e-6
+    truth_rows["stamp_hub_us"] = _hub_us(timeline, boot[wire], exact)
+    truth_rows["event_hub_us"] = _hub_us(timeline, boot[wire], event[wire])
+    truth_rows["wire_hub_us"] = _hub_us(timeline, boot[wire], wire_s)
+    truth_rows["note"] = note[wire]
+    truth_rows["note"][damaged] = DAMAGED
+    lengths = np.array([len(c) for c in chunks], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    is_frame = chunk_frame >= 0
+    truth_rows["offset"][chunk_frame[is_frame]] = offsets[is_frame]
+    truth_rows["length"][chunk_frame[is_frame]] = lengths[is_frame]
+    chunk_s = np.where(is_frame, wire_s[np.maximum(chunk_frame, 0)], np.nan)
+    chunk_s = np.maximum.accumulate(np.nan_to_num(chunk_s, nan=start_s))  # garbage: right after the frame before
+    return Wire(
+        chunks=chunks,
+        chunk_s=chunk_s,
+        chunk_frame=chunk_frame,
+        truth=truth_rows,
+        hub_records=[hub_records[g] for g in wire],
+        timeline=timeline,
+        config=cfg,
+        plan=plan,
+        start_s=start_s,
+        end_s=end_s,
+    )
+
+
+def _hub_us(timeline: Timeline, boot: np.ndarray, t_s: np.ndarray) -> np.ndarray:
+    """Hub clock of the given boot at ``t_s`` (NaN stays NaN)."""
+    out = np.full(len(t_s), np.nan)
+    for b in np.unique(boot):
+        sel = (boot == b) & np.isfinite(t_s)
+        out[sel] = timeline.boots[b].hub_us(t_s[sel])
+    return out
