@@ -324,3 +324,50 @@ def _hub_us(timeline: Timeline, boot: np.ndarray, t_s: np.ndarray) -> np.ndarray
         sel = (boot == b) & np.isfinite(t_s)
         out[sel] = timeline.boots[b].hub_us(t_s[sel])
     return out
+
+
+ACK_OK, ACK_UNKNOWN, ACK_BAD_ARGUMENT = 0, 1, 2
+_RECENT_SEQS = 32
+
+
+@dataclass
+class HostCommands:
+    """The hub's side of host frames (ICD §5), free of any I/O or clock.
+
+    ``receive`` returns the ACK payload to send (or ``None``: not a frame
+    the hub answers) and whether a HELLO must follow.  A retransmission of
+    a ``seq`` already applied is acknowledged again but applied once.  The
+    lamp: ``hold_ms`` > 0 shows the state that long, then the lamp goes
+    back to what it showed before.
+    """
+
+    indicator: int = INDICATOR_STATES["off"]
+    rx_bad: int = 0
+    _recent: list[int] = field(default_factory=list)
+    _hold: tuple[int, float] | None = None  # (state to go back to, until true s)
+
+    def lamp(self, now_s: float) -> int:
+        if self._hold is not None and now_s >= self._hold[1]:
+            self.indicator, self._hold = self._hold[0], None
+        return self.indicator
+
+    def receive(self, frame: Message | BadFrame | UnknownFrame, now_s: float) -> tuple[dict[str, int] | None, bool]:
+        if isinstance(frame, BadFrame):
+            self.rx_bad = min(self.rx_bad + 1, U16)
+            return None, False
+        ack = {"acked_seq": frame.seq, "acked_type": frame.msg_type, "status": ACK_OK}
+        if isinstance(frame, UnknownFrame) or frame.node != HOST_NODE or frame.msg_type < 0x80:
+            return {**ack, "status": ACK_UNKNOWN}, False
+        repeated = bool(frame.flags & 1) and frame.seq in self._recent
+        if not repeated:
+            self._recent = [*self._recent[-_RECENT_SEQS + 1 :], frame.seq]
+        if frame.name == "SET_INDICATOR":
+            state, hold_ms = frame.fields["state"], frame.fields["hold_ms"]
+            if state not in INDICATOR_STATES.values():
+                return {**ack, "status": ACK_BAD_ARGUMENT}, False
+            if not repeated:
+                before = self.lamp(now_s)
+                self._hold = (before, now_s + hold_ms / 1000) if hold_ms else None
+                self.indicator = state
+            return ack, False
+        return ack, frame.name == "REQUEST_HELLO" and not repeated

@@ -1,0 +1,205 @@
+"""The virtual table as a real wire peer on a pseudo-terminal.
+
+:class:`VirtualHub` plays a :class:`~.hub.Wire` in real time (or ``speed``
+times faster) on the master side of a pty; anything that opens the slave
+device (the daemon, pyserial, minicom) sees a table.  Every write is
+scheduled from one start time -- chunk k leaves at ``start + (t_k - t_0) /
+speed`` -- so delays never accumulate.  Host frames are answered with ACK
+within a loop turn (well under the ICD's 20 ms); hub frames (node 0) are
+encoded at send time so that ACKs take their place in the hub's ``seq``
+count and HEARTBEAT shows the lamp the host set.
+
+>>> with VirtualHub(wire) as hub:          # doctest: +SKIP
+...     port = serial.Serial(hub.device)
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import threading
+import time
+import tty
+from collections.abc import Callable
+
+import numpy as np
+
+from protocol.encode import encode_records
+from protocol.framing import encode_frame, parse_frame
+
+from .hub import HostCommands, Wire
+
+OUT_BUFFER = 64 * 1024  # bytes the hub holds when nobody reads the port; beyond, it drops
+
+
+class VirtualHub:
+    """A table on a pty; ``rewire(n)`` gives the wire of the n-th loop (``loop=True``)."""
+
+    def __init__(self, wire: Wire, speed: float = 1.0, rewire: Callable[[int], Wire] | None = None) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.wire = wire
+        self.speed = speed
+        self.rewire = rewire
+        self.commands = HostCommands()
+        self.tx_dropped = 0
+        self.acks_sent = 0
+        self._master, self._slave = os.openpty()
+        tty.setraw(self._slave)
+        os.set_blocking(self._master, False)
+        self.device = os.ttyname(self._slave)
+        self._out = bytearray()
+        self._rx = bytearray()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._extra_seq = 0  # frames the hub added in this boot: they shift its later seq values
+        self._hub_seq = 0  # the next hub seq
+        self._boot = 0
+
+    # -- lifetime -------------------------------------------------------
+    def start(self) -> VirtualHub:
+        """Play in a background thread (for in-process tests)."""
+        self._thread = threading.Thread(target=self.run, name="virtual-hub", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def close(self) -> None:
+        self.stop()
+        for fd in (self._master, self._slave):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __enter__(self) -> VirtualHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def finished(self) -> bool:
+        return self._thread is not None and not self._thread.is_alive()
+
+    # -- the loop -------------------------------------------------------
+    def run(self) -> None:
+        """Play the wire (and its loops) until it ends or :meth:`stop` is called."""
+        loop = 0
+        while not self._stop.is_set():
+            self._play(self.wire)
+            if self.rewire is None or self._stop.is_set():
+                break
+            loop += 1
+            self.wire = self.rewire(loop)
+        self._drain(deadline=time.monotonic() + 1.0)
+
+    def _true_s(self, wire: Wire, started: float) -> float:
+        return wire.start_s + (time.monotonic() - started) * self.speed
+
+    def _play(self, wire: Wire) -> None:
+        started = time.monotonic()
+        self._extra_seq, self._hub_seq, self._boot = 0, 0, 0
+        sel = selectors.DefaultSelector()
+        sel.register(self._master, selectors.EVENT_READ)
+        try:
+            k = 0
+            while k < len(wire.chunks) and not self._stop.is_set():
+                now_s = self._true_s(wire, started)
+                while k < len(wire.chunks) and wire.chunk_s[k] <= now_s:
+                    self._queue(self._chunk(wire, k, now_s))
+                    k += 1
+                due = (wire.chunk_s[k] - now_s) / self.speed if k < len(wire.chunks) else 0.0
+                self._turn(sel, wire, started, timeout=min(max(due, 0.0), 0.05))
+        finally:
+            sel.close()
+
+    def _drain(self, deadline: float) -> None:
+        while self._out and time.monotonic() < deadline and not self._stop.is_set():
+            self._flush()
+            time.sleep(0.005)
+
+    def _turn(self, sel: selectors.BaseSelector, wire: Wire, started: float, timeout: float) -> None:
+        sel.modify(self._master, selectors.EVENT_READ | (selectors.EVENT_WRITE if self._out else 0))
+        for _, mask in sel.select(timeout):
+            if mask & selectors.EVENT_READ:
+                self._read(wire, started)
+            if mask & selectors.EVENT_WRITE:
+                self._flush()
+
+    # -- bytes out ------------------------------------------------------
+    def _queue(self, data: bytes) -> None:
+        if len(self._out) + len(data) > OUT_BUFFER:
+            self.tx_dropped += 1
+            return
+        self._out += data
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            n = os.write(self._master, self._out)
+        except BlockingIOError:
+            return
+        except OSError as exc:  # EIO: no slave side any more
+            if exc.errno != errno.EIO:
+                raise
+            return
+        del self._out[:n]
+
+    def _chunk(self, wire: Wire, k: int, now_s: float) -> bytes:
+        """Chunk k as it leaves now: hub frames get the live seq and lamp state."""
+        frame = int(wire.chunk_frame[k])
+        if frame < 0 or wire.hub_records[frame] is None:
+            return wire.chunks[k]
+        boot = int(wire.truth["boot"][frame])
+        if boot != self._boot:
+            self._boot, self._extra_seq = boot, 0
+        rec = np.array([wire.hub_records[frame]])
+        rec["seq"] = (int(rec["seq"][0]) + self._extra_seq) & 0xFFFF
+        self._hub_seq = (int(rec["seq"][0]) + 1) & 0xFFFF
+        if "indicator" in rec.dtype.names:
+            rec["indicator"] = self.commands.lamp(now_s)
+            rec["rx_bad"] = self.commands.rx_bad
+            rec["tx_dropped"] = min(int(rec["tx_dropped"][0]) + self.tx_dropped, 0xFFFF)
+        return encode_records(rec)[0]
+
+    # -- bytes in -------------------------------------------------------
+    def _read(self, wire: Wire, started: float) -> None:
+        try:
+            data = os.read(self._master, 4096)
+        except (BlockingIOError, OSError):
+            return
+        self._rx += data
+        while b"\x00" in self._rx:
+            raw, _, rest = bytes(self._rx).partition(b"\x00")
+            self._rx = bytearray(rest)
+            if raw:
+                self._answer(parse_frame(raw), wire, started)
+
+    def _answer(self, frame: object, wire: Wire, started: float) -> None:
+        now_s = self._true_s(wire, started)
+        ack, hello = self.commands.receive(frame, now_s)  # type: ignore[arg-type]
+        if ack is None or not wire.plan.acks_at(now_s):
+            return
+        boot = wire.timeline.boots[self._boot]
+        hub_us = int(boot.hub_us(now_s))
+        seq = self._next_hub_seq()
+        self._queue(encode_frame("ACK", seq=seq, t_us=hub_us, **ack))
+        self.acks_sent += 1
+        if hello:
+            first = int(np.flatnonzero(wire.truth["msg_type"] == 0x01)[self._boot])
+            rec = np.array([wire.hub_records[first]])
+            rec["seq"], rec["t_us"] = self._next_hub_seq(), hub_us & 0xFFFFFFFF
+            self._queue(encode_records(rec)[0])
+
+    def _next_hub_seq(self) -> int:
+        """A seq for a frame the hub adds (ACK, HELLO): pre-built hub frames after it move up."""
+        seq = self._hub_seq
+        self._hub_seq = (seq + 1) & 0xFFFF
+        self._extra_seq += 1
+        return seq
