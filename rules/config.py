@@ -1,0 +1,77 @@
+"""What the engine is told rather than what it sees: the settings and the sensor set.
+
+Everything items 8-20 leave open is a :class:`RulesConfig` field with a
+documented default (docs/rules.md).  What the sensors present can decide
+is a :class:`SensorSet`, built from the ``boot`` event's ``nodes`` list so
+that a table without a tracker gets ``referee`` instead of a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+DISCIPLINES = ("free", "combined")
+
+# Node names as in protocol.catalogue.NODE_NAMES (a test keeps them in step);
+# the engine stays free of the construct catalogue.
+SENSOR_NODES = ("hub", "rails", "pockets", "cue", "tracker", "lines", "acoustic", "keypad")
+MINIMUM_NODES = ("hub", "rails", "pockets", "cue")
+MIDDLE_NODES = (*MINIMUM_NODES, "lines", "acoustic")
+
+
+@dataclass(frozen=True)
+class RulesConfig:
+    """Settings beyond the rules' text.
+
+    ``push_threshold_us``: a tip contact longer than this is "prolonged"
+    (item 19); the datasheet's normal contact is about 1 ms, the virtual
+    table's 1-2 ms.  ``near_gap_mm``: balls closer than this count as
+    "so close that a triple contact can hardly be avoided" (19.2).
+    ``frozen_gap_mm``: a ball this close to a cushion nose rests against it
+    (item 20), the tracker's uncertainty.  ``penalty_ball``: a foul removes
+    one white ball from the table for the opponent, so a re-rack after it has
+    one ball fewer (note to 12.2).  ``hand_moves_after_foul``: after a foul,
+    balls moved by hand before the next shot are the penalty ball being
+    taken, not item 17.
+    """
+
+    discipline: str = "free"
+    push_threshold_us: int = 2500
+    near_gap_mm: float = 10.0
+    frozen_gap_mm: float = 1.5
+    rack_tolerance_mm: float = 10.0
+    path_tolerance_mm: float = 2.0
+    penalty_ball: bool = True
+    hand_moves_after_foul: bool = True
+
+    def __post_init__(self) -> None:
+        if self.discipline not in DISCIPLINES:
+            raise ValueError(f"discipline must be one of {DISCIPLINES}, not {self.discipline!r}")
+
+
+@dataclass(frozen=True)
+class SensorSet:
+    """The nodes present, and the decisions they allow (RULES.md's sensor table)."""
+
+    nodes: frozenset[str] = frozenset(SENSOR_NODES)
+
+    @classmethod
+    def of(cls, names: Iterable[str]) -> SensorSet:
+        return cls(frozenset(names))
+
+    @property
+    def tracker(self) -> bool:
+        """Ball identities, positions, paths, frozen balls: 19.2, 17, 11.3, 8, item 20 by ball."""
+        return "tracker" in self.nodes
+
+    @property
+    def contact_times(self) -> bool:
+        """When the cue ball first met another ball: push (19.1), pots after the first contact."""
+        return self.tracker or "acoustic" in self.nodes
+
+    @property
+    def name(self) -> str:
+        if self.tracker:
+            return "full"
+        return "middle" if self.contact_times else "minimum"

@@ -1,0 +1,355 @@
+"""The match referee: ordered events in, verdicts and notices out (EVENTS.md).
+
+One :class:`Referee` per match.  The daemon calls :meth:`Referee.feed` with
+every ordered event as it is released and :meth:`Referee.finish` at the end
+of the input; ``judge`` and ``replay`` do the same from a file, so a verdict
+never depends on how the events arrived.
+
+>>> ref = Referee()
+>>> ref.feed({"t_us": 0, "type": "boot", "nodes": ["hub", "rails", "pockets", "cue"]})
+[]
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol.geometry import DEFAULT_TABLE, Table
+
+from .config import SENSOR_NODES, RulesConfig, SensorSet
+from .rack import MAX_BALLS, check_rack
+from .shot import Event, Finding, Shot, ball_name, result_findings, stroke_findings
+
+Line = dict[str, Any]
+
+TWELVE_TWO = {
+    "accept": "12.2(1): the opponent accepts the position and plays on",
+    "offender_continues": "12.2(2): the opponent accepts the position, the offender plays on",
+    "rerack_i_break": "12.2(3): re-rack, the opponent breaks",
+    "rerack_offender_breaks": "12.2(4): re-rack, the offender breaks again",
+}
+
+
+def other(player: int) -> int:
+    return 3 - player
+
+
+@dataclass
+class MatchState:
+    """Items 12.2 and 13 as far as the rules reach: frames, breaks, turns, balls."""
+
+    frame: int = 1
+    to_play: int = 1
+    breakers: dict[int, int] = field(default_factory=dict)  # frame -> who broke it (last break)
+    pocketed: dict[int, list[int | None]] = field(default_factory=lambda: {1: [], 2: []})  # this frame
+    penalties: dict[int, int] = field(default_factory=lambda: {1: 0, 2: 0})  # balls gained by fouls
+    break_pending: str | None = "boot"  # "boot": a break if it looks like one; "keypad": a break
+    awaiting_choice: int | None = None  # the offender of an illegal break, until 12.2 is chosen
+    rack_n: int = MAX_BALLS
+    warned_11_3: int | None = None  # t_us of the 11.3 warning
+    hand_moves_ok: bool = False  # after a foul, until the next shot
+
+    @staticmethod
+    def frame_breaker(frame: int) -> int:
+        """Item 13: player 1 breaks the odd frames, player 2 the even ones."""
+        return 1 if frame % 2 else 2
+
+    def balls_off(self) -> int:
+        return sum(len(b) for b in self.pocketed.values()) + sum(self.penalties.values())
+
+
+class Referee:
+    """Referees one match from its ordered events.
+
+    ``feed(event)`` returns the verdict and notice lines the event decides
+    (often none); ``finish()`` judges a shot the input left open.  The sensor
+    set comes from the ``boot`` event's ``nodes`` (all eight until one
+    arrives) minus nodes a ``node_status`` reports not online.
+    """
+
+    def __init__(self, table: Table = DEFAULT_TABLE, config: RulesConfig | None = None) -> None:
+        self.table = table
+        self.config = config or RulesConfig()
+        self.state = MatchState()
+        self._nodes: frozenset[str] = frozenset(SENSOR_NODES)
+        self._down: set[str] = set()
+        self.shot: Shot | None = None
+        self._declared: set[int | None] = set()
+        self._early_tips: list[Event] = []
+        self._interrupted: Event | None = None
+        self._played = False
+        self._last: tuple[Shot, Line, list[int | None], MatchState] | None = None
+        self._rack_notice = ""
+
+    @property
+    def sensors(self) -> SensorSet:
+        return SensorSet(self._nodes - self._down)
+
+    def feed(self, event: Event) -> list[Line]:
+        handler: Callable[[Event], list[Line]] | None = getattr(self, f"_on_{event.get('type')}", None)
+        return handler(event) if handler else []
+
+    def finish(self) -> list[Line]:
+        if self.shot is None:
+            return []
+        return self._close(self.shot, " (the input ended before every ball stopped)")
+
+    # ------------------------------------------------------------ sensors and table
+
+    def _on_boot(self, ev: Event) -> list[Line]:
+        out = self.finish()
+        self._nodes = frozenset(ev.get("nodes") or SENSOR_NODES)
+        self._down.clear()
+        size = ev.get("table") or {}
+        if size:
+            self.table = Table(float(size["length_mm"]), float(size["width_mm"]), float(size["ball_mm"]))
+        if self.state.break_pending is None:
+            self.state.break_pending = "boot"
+        return out
+
+    def _on_node_status(self, ev: Event) -> list[Line]:
+        node = ev.get("node")
+        name = SENSOR_NODES[node] if isinstance(node, int) and 0 <= node < len(SENSOR_NODES) else node
+        (self._down.discard if ev.get("status") == "online" else self._down.add)(name)
+        return []
+
+    # ------------------------------------------------------------ a shot
+
+    def _on_shot_start(self, ev: Event) -> list[Line]:
+        out = []
+        if self.shot is not None:  # no shot_end: the new tip contact interrupted it
+            self._interrupted = ev
+            out += self._close(self.shot)
+        st = self.state
+        pos = {int(b): (float(xy[0]), float(xy[1])) for b, xy in (ev.get("balls") or {}).items()}
+        is_break = st.break_pending == "keypad"
+        if not is_break and self.sensors.tracker and pos:
+            is_break = check_rack(pos, st.rack_n, self.table, self.config.rack_tolerance_mm).looks_racked
+        elif not is_break:
+            is_break = st.break_pending == "boot"
+        if is_break and st.break_pending != "keypad" and self._played:
+            self._new_frame()
+        if is_break:
+            out += self._check_rack(ev, pos)
+            st.breakers[st.frame] = st.to_play
+        shot = Shot(ev.get("shot"), st.to_play, is_break, ev, ball_mm=self.table.ball_mm)
+        shot.declared = {self._nearest(pos, ev.get("cue_ball")) if b is None else b for b in self._declared}
+        shot.events += self._early_tips
+        if self._interrupted is not None:
+            shot.fouls.append(
+                Finding("14.2", "the tip struck before every ball of the previous shot had stopped",
+                        (self._interrupted["t_us"], ev["t_us"]))
+            )
+        cue_xy = pos.get(0)
+        if is_break and st.warned_11_3 is not None and cue_xy and not self.table.in_house(cue_xy[0]):
+            shot.fouls.append(
+                Finding("11.3", f"the coloured ball was played from outside the house (x = {cue_xy[0]:.0f} mm) "
+                        "after the warning", (st.warned_11_3, ev["t_us"]))
+            )
+        self.shot, self._played = shot, True
+        self._declared, self._early_tips, self._interrupted = set(), [], None
+        st.break_pending, st.warned_11_3, st.hand_moves_ok = None, None, False
+        return out
+
+    def _nearest(self, pos: dict[int, tuple[float, float]], cue: int | None) -> int | None:
+        """DECLARE_FROZEN 255: the ball nearest the cue ball, if the tracker says where."""
+        if cue not in pos:
+            return None
+        others = [b for b in pos if b != cue]
+        return min(others, key=lambda b: math.dist(pos[b], pos[cue])) if others else None
+
+    def _collect(self, ev: Event) -> list[Line]:
+        if self.shot is not None:
+            self.shot.events.append(ev)
+        elif ev["type"] == "cue_contact":
+            self._early_tips.append(ev)  # its shot_start comes next, at the same t_us
+        return []
+
+    _on_cue_contact = _on_ball_contact = _on_cushion = _on_pocket = _on_line_cross = _collect
+
+    def _on_shot_end(self, ev: Event) -> list[Line]:
+        if self.shot is None:
+            return []
+        self.shot.end = ev
+        if ev.get("interrupted"):
+            self._interrupted = ev
+        return self._close(self.shot)
+
+    def _close(self, shot: Shot, note: str = "") -> list[Line]:
+        self.shot = None
+        stroke = stroke_findings(shot, self.sensors, self.config)
+        result = result_findings(shot, self.sensors, self.config, self.table)
+        fouls = shot.fouls + stroke.fouls + result.fouls
+        still_open = stroke.open + result.open
+        line: Line = {"kind": "verdict", "shot": shot.number, "player": shot.player, "t_us": shot.t_us,
+                      "break": shot.is_break}
+        if fouls:
+            line |= _lines("foul", fouls)
+            if still_open:
+                line["open"] = _rules(still_open)
+        elif still_open:
+            line |= _lines("referee", still_open)
+        else:
+            assert result.satisfied is not None
+            line |= _lines("legal", [result.satisfied]) | {"rules": [], "satisfied": result.satisfied.rule}
+        line["reason"] += note
+        before = copy.deepcopy(self.state)
+        self._apply(shot, line["verdict"], result.pocketed)
+        self._last = (shot, line, result.pocketed, before)
+        return [line]
+
+    def _apply(self, shot: Shot, verdict: str, pocketed: list[int | None]) -> None:
+        """The turn after a verdict; a referee verdict counts as legal until the referee says otherwise."""
+        st = self.state
+        if verdict == "foul":
+            self._foul(shot.player, shot.is_break)
+        else:
+            st.pocketed[shot.player] += pocketed
+            st.to_play = shot.player if pocketed else other(shot.player)
+
+    def _foul(self, player: int, was_break: bool) -> None:
+        st = self.state
+        st.to_play = other(player)
+        if self.config.penalty_ball:
+            st.penalties[other(player)] += 1
+        st.hand_moves_ok = self.config.hand_moves_after_foul
+        if was_break:
+            st.awaiting_choice = player
+
+    # ------------------------------------------------------------ between shots
+
+    def _on_ball_moved(self, ev: Event) -> list[Line]:
+        reason = f"{ball_name(ev.get('ball'))} was touched and moved"
+        if self.shot is not None:
+            self.shot.fouls.append(Finding("17", reason, (ev["t_us"],)))
+            return []
+        st = self.state
+        if st.break_pending or st.awaiting_choice or st.hand_moves_ok:
+            return []  # racking (11.5), or the penalty ball being taken
+        player = st.to_play
+        self._foul(player, False)
+        return [_between("foul", player, ev, [Finding("17", reason + " between shots", (ev["t_us"],))])]
+
+    def _on_rest(self, ev: Event) -> list[Line]:
+        st = self.state
+        if not st.break_pending or not self.sensors.tracker:
+            return []
+        pos = {int(b): (float(xy[0]), float(xy[1])) for b, xy in (ev.get("balls") or {}).items()}
+        out = self._check_rack(ev, pos)
+        cue_xy = pos.get(0)
+        if cue_xy is None or self.table.in_house(cue_xy[0]):
+            st.warned_11_3 = None
+        elif st.warned_11_3 is None:
+            st.warned_11_3 = ev["t_us"]
+            out.append(_notice(ev, "11.3", f"the coloured ball is outside the house (x = {cue_xy[0]:.0f} mm, "
+                               f"house line at {self.table.house_line_x:.0f} mm)"))
+        return out
+
+    def _check_rack(self, ev: Event, pos: dict[int, tuple[float, float]]) -> list[Line]:
+        if not self.sensors.tracker or not pos:
+            return []
+        check = check_rack(pos, self.state.rack_n, self.table, self.config.rack_tolerance_mm)
+        text = check.describe()
+        if check.ok or text == self._rack_notice:
+            return []
+        self._rack_notice = text
+        return [_notice(ev, "8", text)]
+
+    def _new_frame(self) -> None:
+        st = self.state
+        st.frame += 1
+        st.to_play = st.frame_breaker(st.frame)
+        st.pocketed, st.penalties = {1: [], 2: []}, {1: 0, 2: 0}
+        st.awaiting_choice, st.rack_n, st.warned_11_3 = None, MAX_BALLS, None
+        st.break_pending = "keypad"
+        self._rack_notice = ""
+
+    def _on_keypad(self, ev: Event) -> list[Line]:
+        key, arg = ev.get("key"), ev.get("arg")
+        st = self.state
+        if key in TWELVE_TWO:
+            return self._twelve_two(ev, key)
+        if key == "new_frame":
+            self._new_frame()
+            return [_notice(ev, "13", f"frame {st.frame}: player {st.to_play} breaks")]
+        if key == "declare_frozen":
+            if self.shot is not None:
+                return [_notice(ev, "20", "a ball declared frozen after the stroke does not count (20 note 2)")]
+            self._declared.add(None if arg == 255 else arg)
+            return []
+        if key == "referee_foul":
+            return self._referee_foul(ev, str(arg))
+        if key == "referee_clear":
+            return self._referee_clear(ev)
+        return []
+
+    def _twelve_two(self, ev: Event, key: str) -> list[Line]:
+        st = self.state
+        offender = st.awaiting_choice
+        if offender is None:
+            return [_notice(ev, "12.2", f"{TWELVE_TWO[key]} — but no illegal break awaits a choice; ignored")]
+        st.awaiting_choice = None
+        player = offender if key in ("offender_continues", "rerack_offender_breaks") else other(offender)
+        st.to_play = player
+        text = f"{TWELVE_TWO[key]}; player {player} plays"
+        if key.startswith("rerack"):
+            st.break_pending = "keypad"
+            st.rack_n = MAX_BALLS - st.balls_off()
+            self._rack_notice = ""
+            text += f"; re-rack {st.rack_n} balls (incomplete pyramid, item 8)"
+        return [_notice(ev, "12.2", text)]
+
+    def _referee_foul(self, ev: Event, rule: str) -> list[Line]:
+        finding = Finding(rule, f"the referee called a foul under item {rule}", (ev["t_us"],))
+        if self.shot is not None:
+            self.shot.fouls.append(finding)
+            return []
+        if self._last is not None:
+            shot, line, _, before = self._last
+            self.state = copy.deepcopy(before)
+            self._foul(shot.player, shot.is_break)
+            player = shot.player
+        else:
+            player = self.state.to_play
+            self._foul(player, False)
+        return [_between("foul", player, ev, [finding])]
+
+    def _referee_clear(self, ev: Event) -> list[Line]:
+        if self._last is None:
+            return [_notice(ev, "", "referee clear with no verdict to overrule; ignored")]
+        shot, line, pocketed, before = self._last
+        self.state = copy.deepcopy(before)
+        self._apply(shot, "legal", pocketed)
+        cleared = Finding("", f"the referee cleared shot {shot.number} (was {line['verdict']}: "
+                              f"{', '.join(line['rules']) or line.get('satisfied')})", (ev["t_us"],))
+        out = _between("legal", shot.player, ev, [cleared]) | {"overrules": shot.number, "satisfied": None}
+        out["reason"] = cleared.reason
+        return [out]
+
+
+def _rules(findings: list[Finding]) -> list[str]:
+    return list(dict.fromkeys(f.rule for f in findings))
+
+
+def _lines(verdict: str, findings: list[Finding]) -> Line:
+    return {
+        "verdict": verdict,
+        "rules": _rules(findings),
+        "reason": "; ".join(f.text for f in findings),
+        "evidence": sorted({t for f in findings for t in f.evidence}),
+    }
+
+
+def _between(verdict: str, player: int, ev: Event, findings: list[Finding]) -> Line:
+    """A verdict outside any shot: a ball touched between shots, a referee call."""
+    return {"kind": "verdict", "shot": None, "player": player, "t_us": ev["t_us"], "break": False} | _lines(
+        verdict, findings
+    )
+
+
+def _notice(ev: Event, rule: str, reason: str) -> Line:
+    return {"kind": "notice", "t_us": ev["t_us"], "rules": [rule] if rule else [], "reason": reason}

@@ -1,0 +1,526 @@
+"""One shot's judgement: the events between ``shot_start`` and ``shot_end`` to a verdict.
+
+Every check returns :class:`Finding` values instead of deciding alone: a
+foul, an item the sensors present leave open, or the clause that made the
+shot legal.  :func:`judge_shot` folds them into one EVENTS.md verdict, so
+several fouls in one shot are all listed and a foul that is certain is not
+hidden behind an item the sensors could not decide.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol.geometry import Table
+
+from .config import RulesConfig, SensorSet
+
+Event = dict[str, Any]
+Point = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason behind a verdict: ``rule`` as written in the rules (or a clause)."""
+
+    rule: str
+    reason: str
+    evidence: tuple[int, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return f"{self.reason}: {self.rule}"
+
+
+@dataclass
+class Shot:
+    """What the referee collected about one shot while it ran."""
+
+    number: int | None
+    player: int
+    is_break: bool
+    start: Event
+    events: list[Event] = field(default_factory=list)
+    end: Event | None = None
+    declared: set[int | None] = field(default_factory=set)  # DECLARE_FROZEN; None: nearest, unknown
+    fouls: list[Finding] = field(default_factory=list)  # decided before the shot began (14.2, 11.3)
+    ball_mm: float = 68.0
+
+    @property
+    def cue_ball(self) -> int | None:
+        return self.start.get("cue_ball")
+
+    @property
+    def tips(self) -> list[Event]:
+        return [e for e in self.events if e["type"] == "cue_contact"]
+
+    @property
+    def t0(self) -> int:
+        """The stroke: the first tip contact (the shot's start, 14.1)."""
+        tips = self.tips
+        return int(tips[0]["t_us"] if tips else self.start["t_us"])
+
+    @property
+    def tip_duration(self) -> int:
+        tips = self.tips
+        return int(tips[0].get("duration_us", 0)) if tips else 0
+
+    @property
+    def t_us(self) -> int:
+        return int((self.end or self.start)["t_us"])
+
+    def positions(self) -> dict[int, Point]:
+        return _balls(self.start.get("balls"))
+
+    def path(self, ball: int) -> list[tuple[int, float, float]]:
+        paths = (self.end or {}).get("paths") or {}
+        return [(int(t), float(x), float(y)) for t, x, y in paths.get(str(ball), paths.get(ball, []))]
+
+
+@dataclass
+class Outcome:
+    fouls: list[Finding] = field(default_factory=list)
+    open: list[Finding] = field(default_factory=list)
+    satisfied: Finding | None = None
+    pocketed: list[int | None] = field(default_factory=list)  # balls legally pocketed
+
+
+def _balls(raw: dict[str, Any] | None) -> dict[int, Point]:
+    return {int(b): (float(xy[0]), float(xy[1])) for b, xy in (raw or {}).items()}
+
+
+def frozen_map(raw: dict[str, Any] | None) -> dict[int, set[int]]:
+    return {int(b): {int(c) for c in cs} for b, cs in (raw or {}).items()}
+
+
+def ball_name(ball: int | None) -> str:
+    if ball is None:
+        return "a ball"
+    return "the coloured ball" if ball == 0 else f"ball {ball}"
+
+
+def _ms(dt_us: int) -> str:
+    return f"{dt_us / 1000:.1f} ms"
+
+
+# ---------------------------------------------------------------- the first contact
+
+
+def first_contact(shot: Shot, sensors: SensorSet, config: RulesConfig) -> tuple[int, Event] | None:
+    """Index and event of the cue ball's first contact with an object ball.
+
+    Note to 19.2: playing away from a touching ball that does not move is no
+    contact with it, so such a contact (reported at the stroke) is skipped.
+    """
+    cue = shot.cue_ball
+    touching = _touching_unmoved(shot, config) if sensors.tracker else set()
+    for i, ev in enumerate(shot.events):
+        if ev["type"] != "ball_contact":
+            continue
+        a, b = ev["balls"]
+        if cue is not None and sensors.tracker:
+            if cue not in (a, b):
+                continue
+            other = b if a == cue else a
+            if other in touching:
+                continue
+        return i, ev
+    return None
+
+
+def _touching_unmoved(shot: Shot, config: RulesConfig) -> set[int]:
+    pos = shot.positions()
+    cue = shot.cue_ball
+    if cue not in pos:
+        return set()
+    return {
+        b
+        for b, xy in pos.items()
+        if b != cue
+        and _gap(pos[cue], xy, shot.ball_mm) <= config.frozen_gap_mm
+        and len(shot.path(b)) < 2
+    }
+
+
+def _gap(a: Point, b: Point, ball_mm: float) -> float:
+    return math.dist(a, b) - ball_mm
+
+
+# ---------------------------------------------------------------- the stroke: 15, 11.2, 18, 19
+
+
+def stroke_findings(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outcome:
+    out = Outcome()
+    cue = shot.cue_ball
+    if shot.is_break and cue not in (0, None):
+        out.fouls.append(
+            Finding("11.2", f"the break was played with {ball_name(cue)}, not the coloured ball", (shot.t0,))
+        )
+    elif not shot.is_break and config.discipline == "combined":
+        if cue is None:
+            out.open.append(Finding("15", "no sensor tells which ball the tip struck (combined pyramid)"))
+        elif cue != 0:
+            out.fouls.append(Finding("15", f"the tip struck {ball_name(cue)}, not the coloured ball", (shot.t0,)))
+    tips = shot.tips
+    if len(tips) > 1:
+        gap = tips[1]["t_us"] - tips[0]["t_us"]
+        out.fouls.append(
+            Finding(
+                "18",
+                f"the tip touched the cue ball {len(tips)} times, again {_ms(gap)} after the stroke",
+                tuple(t["t_us"] for t in tips),
+            )
+        )
+    _push(shot, sensors, config, out)
+    return out
+
+
+def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> None:
+    if not sensors.contact_times:
+        out.open.append(Finding("19.1", "without a ball-contact time nobody can tell a push", (shot.t0,)))
+        return
+    t0, duration = shot.t0, shot.tip_duration
+    first = first_contact(shot, sensors, config)
+    t_c = first[1]["t_us"] if first else None
+    overlap = t_c is not None and t_c <= t0 + duration
+    if not sensors.tracker:
+        if overlap and t_c - t0 <= config.push_threshold_us:
+            out.open.append(
+                Finding(
+                    "19.2",
+                    f"the tip was on the cue ball when it met a ball {_ms(t_c - t0)} after the stroke; "
+                    "only the tracker can tell whether they were touching",
+                    (t0, t_c),
+                )
+            )
+        elif overlap:
+            out.fouls.append(_push_foul(shot, t_c))
+        return
+    cue = shot.cue_ball
+    pos = shot.positions()
+    near = {
+        b: xy
+        for b, xy in pos.items()
+        if cue in pos and b != cue and _gap(pos[cue], xy, shot.ball_mm) < config.near_gap_mm
+    }
+    hit = None
+    if first is not None:
+        a, b = first[1]["balls"]
+        hit = b if a == cue else a
+    if overlap and hit not in near:
+        out.fouls.append(_push_foul(shot, t_c))
+    prolonged = duration > config.push_threshold_us
+    for ball, xy in sorted(near.items()):
+        if not (prolonged or (overlap and hit == ball)):
+            continue
+        if len(shot.path(cue)) < 2:
+            out.open.append(Finding("19.2", f"no path of the cue ball to judge the stroke at {ball_name(ball)}"))
+        else:
+            out.fouls.extend(_exception_19_2(shot, ball, pos[cue], xy, config))
+
+
+def _push_foul(shot: Shot, t_c: int) -> Finding:
+    return Finding(
+        "19.1",
+        f"tip still on the cue ball {_ms(shot.t0 + shot.tip_duration - t_c)} after it hit a ball",
+        (shot.t0, t_c),
+    )
+
+
+def _exception_19_2(shot: Shot, ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig) -> list[Finding]:
+    """No finding when 19.2 (1) (45° off the line of centres) or (2) (no follow) excuses the stroke.
+
+    The initial direction is the cue ball's path from its start to the first
+    vertex farther than the path tolerance; "forward" is the farthest the path
+    gets along the line of centres, against the object ball's starting place.
+    """
+    path = shot.path(shot.cue_ball)
+    dist = math.dist(cue_xy, obj_xy)
+    ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
+    start = (path[0][1], path[0][2])
+    lead = next((p for p in path[1:] if math.dist(start, (p[1], p[2])) > config.path_tolerance_mm), path[-1])
+    dx, dy = lead[1] - start[0], lead[2] - start[1]
+    norm = math.hypot(dx, dy) or 1.0
+    angle = math.degrees(math.acos(max(-1.0, min(1.0, (dx * ux + dy * uy) / norm))))
+    if angle >= 45.0:
+        return []
+    reach = max((x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for _, x, y in path)
+    if reach <= dist + config.path_tolerance_mm:
+        return []
+    return [Finding(
+        "19.2",
+        f"the cue ball, close to {ball_name(ball)}, went off {angle:.0f}° from the line of centres "
+        f"and followed it {reach - dist:.0f} mm past its place",
+        (shot.t0, lead[0]),
+    )]
+
+
+# ---------------------------------------------------------------- the result: 12.1 and 20
+
+
+def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig, table: Table) -> Outcome:
+    item = "12.1" if shot.is_break else "20"
+    out = Outcome()
+    first = first_contact(shot, sensors, config)
+    if not sensors.contact_times:
+        # Counted as if legal until the referee rules: the turn then follows the pots.
+        out.pocketed = [e.get("ball") for e in shot.events if e["type"] == "pocket"]
+        out.open.append(Finding(item, "without a ball-contact time the result needs the referee", (shot.t0,)))
+        return out
+    if first is None:
+        out.fouls.append(Finding(item, f"{ball_name(shot.cue_ball)} touched no object ball", (shot.t0,)))
+        return out
+    i0, ev0 = first
+    after = shot.events[i0 + 1 :]
+    out.pocketed = [e.get("ball") for e in after if e["type"] == "pocket"]
+    if not sensors.tracker:
+        pot = next((e for e in after if e["type"] == "pocket"), None)
+        if pot is not None:
+            out.satisfied = _pot(item, ev0, pot)
+        else:
+            out.open.append(
+                Finding(item, "which ball hit which cushion needs the tracker", (ev0["t_us"],))
+            )
+        return out
+    scan = _BreakScan(shot, ev0) if shot.is_break else _Item20Scan(shot, ev0, config, table)
+    for ev in after:
+        if ev["type"] == "pocket":
+            out.satisfied = _pot(item, ev0, ev)
+        elif not (ev["type"] in ("cushion", "ball_contact") or _is_centre(ev)):
+            continue
+        elif ev.get("ball", 0) is None or None in ev.get("balls", ()):
+            scan.unknown.append(ev)
+        else:
+            out.satisfied = scan.feed(ev)
+        if out.satisfied is not None:
+            return out
+    if scan.unknown:
+        out.open.append(
+            Finding(item, "the tracker lost which ball some events belong to", tuple(e["t_us"] for e in scan.unknown))
+        )
+    else:
+        out.fouls.append(scan.failure())
+    return out
+
+
+def _pot(item: str, contact: Event, pot: Event) -> Finding:
+    return Finding(
+        f"{item}(1)",
+        f"{ball_name(pot.get('ball'))} was pocketed in pocket {pot['pocket']} after the first contact",
+        (contact["t_us"], pot["t_us"]),
+    )
+
+
+class _Scan:
+    """Shared bookkeeping of the events after the first contact."""
+
+    def __init__(self, shot: Shot, contact: Event) -> None:
+        self.shot = shot
+        self.contact = contact
+        self.unknown: list[Event] = []
+        self.seen: list[str] = []
+
+    def note(self, ev: Event) -> None:
+        if ev["type"] == "cushion":
+            self.seen.append(f"{ball_name(ev['ball'])} hit cushion {ev['cushion']}")
+        elif ev["type"] == "ball_contact":
+            a, b = ev["balls"]
+            self.seen.append(f"{ball_name(a)} hit {ball_name(b)}")
+        elif _is_centre(ev):
+            self.seen.append(f"{ball_name(ev['ball'])} crossed the centre line")
+
+    def history(self) -> str:
+        a, b = self.contact["balls"]
+        head = f"after {ball_name(a)} hit {ball_name(b)}"
+        return f"{head}, {', '.join(self.seen)}" if self.seen else f"{head} nothing followed"
+
+
+def _is_centre(ev: Event) -> bool:
+    return ev["type"] == "line_cross" and ev.get("line") == "centre"
+
+
+class _BreakScan(_Scan):
+    """12.1 (2) and (3): distinct object balls at cushions, an object ball over the centre line."""
+
+    def __init__(self, shot: Shot, contact: Event) -> None:
+        super().__init__(shot, contact)
+        self.cushioned: dict[int, int] = {}
+        self.crossed: Event | None = None
+
+    def feed(self, ev: Event) -> Finding | None:
+        self.note(ev)
+        cue = self.shot.cue_ball
+        if ev["type"] == "cushion" and ev["ball"] != cue:
+            self.cushioned.setdefault(ev["ball"], ev["t_us"])
+        elif _is_centre(ev) and ev["ball"] != cue and self.crossed is None:
+            self.crossed = ev
+        else:
+            return None
+        balls = ", ".join(str(b) for b in self.cushioned)
+        times = (self.contact["t_us"], *self.cushioned.values())
+        if len(self.cushioned) >= 3:
+            return Finding("12.1(2)", f"object balls {balls} touched cushions", times)
+        if len(self.cushioned) >= 2 and self.crossed is not None:
+            return Finding(
+                "12.1(3)",
+                f"object balls {balls} touched cushions and {ball_name(self.crossed['ball'])} "
+                "crossed the centre line",
+                (*times, self.crossed["t_us"]),
+            )
+        return None
+
+    def failure(self) -> Finding:
+        return Finding("12.1", f"{self.history()}: no pot, too few object balls at cushions", (self.contact["t_us"],))
+
+
+@dataclass
+class _Drive:
+    driver: int
+    cushions: dict[int, int]  # the driver's cushions before the contact -> t_us
+    crossed: int | None  # when the driver crossed the centre line before the contact
+    t_us: int
+
+
+class _Item20Scan(_Scan):
+    """Item 20 (2)-(4) and note 2, in the order note 1 demands: each clause's
+    first part must come before its second, and both after the first contact."""
+
+    def __init__(self, shot: Shot, contact: Event, config: RulesConfig, table: Table) -> None:
+        super().__init__(shot, contact)
+        self.cushions: dict[int, dict[int, int]] = {}
+        self.crossed: dict[int, int] = {}
+        self.drives: dict[int, list[_Drive]] = {}
+        self.resting = resting_against(shot, config, table)
+        a, b = contact["balls"]
+        self.moved = {shot.cue_ball, a, b}
+        self.cue = shot.cue_ball if shot.cue_ball is not None else a
+        target = b if a == self.cue else a
+        # Note 2: the cue ball met a ball resting against a cushion.
+        self.note2 = (target, self.resting[target]) if target in self.resting else None
+        self.second_contact: int | None = None
+        self.note2_miss: Finding | None = None
+
+    def feed(self, ev: Event) -> Finding | None:
+        self.note(ev)
+        t = ev["t_us"]
+        if ev["type"] == "cushion":
+            return self._cushion(ev["ball"], ev["cushion"], t)
+        if _is_centre(ev):
+            return self._cross(ev["ball"], t)
+        if ev["type"] == "ball_contact":
+            return self._contact(*ev["balls"], t)
+        return None
+
+    def _cushion(self, x: int, c: int, t: int) -> Finding | None:
+        mine = self.cushions.setdefault(x, {})
+        found = None
+        other = _other(mine, c)
+        if other is not None:
+            found = Finding("20(2)(a)", f"{ball_name(x)} hit cushion {other} then cushion {c}", (mine[other], t))
+        elif x in self.crossed:
+            found = Finding("20(3)(a)", f"{ball_name(x)} crossed the centre line then hit cushion {c}", (self.crossed[x], t))
+        for drive in self.drives.get(x, ()):
+            if found:
+                break
+            other = _other(drive.cushions, c)
+            if other is not None:
+                found = Finding(
+                    "20(2)(b)",
+                    f"{ball_name(drive.driver)} hit cushion {other} then drove {ball_name(x)} to cushion {c}",
+                    (drive.cushions[other], drive.t_us, t),
+                )
+            elif drive.crossed is not None:
+                found = Finding(
+                    "20(3)(b)",
+                    f"{ball_name(drive.driver)} crossed the centre line then drove {ball_name(x)} to cushion {c}",
+                    (drive.crossed, drive.t_us, t),
+                )
+        mine.setdefault(c, t)
+        if found is None and x == self.cue and self.note2 is not None and c not in self.note2[1]:
+            found = self._note2(f"cushion {c}", t)
+        return found
+
+    def _cross(self, x: int, t: int) -> Finding | None:
+        found = None
+        mine = self.cushions.get(x, {})
+        if mine:
+            c = next(iter(mine))
+            found = Finding("20(4)(a)", f"{ball_name(x)} hit cushion {c} then crossed the centre line", (mine[c], t))
+        for drive in self.drives.get(x, ()):
+            if found is None and drive.cushions:
+                c = next(iter(drive.cushions))
+                found = Finding(
+                    "20(4)(b)",
+                    f"{ball_name(drive.driver)} hit cushion {c} then rolled {ball_name(x)} across the centre line",
+                    (drive.cushions[c], drive.t_us, t),
+                )
+        self.crossed.setdefault(x, t)
+        if found is None and x == self.cue and self.note2 is not None:
+            found = self._note2("the centre line", t)
+        return found
+
+    def _contact(self, a: int, b: int, t: int) -> Finding | None:
+        found = None
+        for d, y in ((a, b), (b, a)):
+            rest = self.resting.get(y) if y not in self.moved else None
+            mine = self.cushions.get(d, {})
+            if found is None and rest:
+                c1 = next((c for c in mine if rest - {c}), None)
+                if c1 is not None:
+                    c2 = min(rest - {c1})
+                    found = Finding(
+                        "20(2)(c)",
+                        f"{ball_name(d)} hit cushion {c1} then {ball_name(y)} resting against cushion {c2}",
+                        (mine[c1], t),
+                    )
+                elif d in self.crossed:
+                    found = Finding(
+                        "20(3)(c)",
+                        f"{ball_name(d)} crossed the centre line then hit {ball_name(y)} "
+                        f"resting against cushion {min(rest)}",
+                        (self.crossed[d], t),
+                    )
+            self.drives.setdefault(y, []).append(_Drive(d, dict(mine), self.crossed.get(d), t))
+        if self.note2 is not None and {a, b} == {self.cue, self.note2[0]} and self.second_contact is None:
+            self.second_contact = t
+        self.moved |= {a, b}
+        return found
+
+    def _note2(self, where: str, t: int) -> Finding | None:
+        target, rest = self.note2  # type: ignore[misc]
+        head = (
+            f"{ball_name(self.cue)} hit {ball_name(target)} resting against cushion {min(rest)} "
+            f"and came back to {where}"
+        )
+        if self.second_contact is not None:
+            return Finding("20 note 2", f"{head} with two separate collisions", (self.contact["t_us"], self.second_contact, t))
+        if target in self.shot.declared or None in self.shot.declared:
+            return Finding("20 note 2", f"{head}, declared frozen before the shot", (self.contact["t_us"], t))
+        self.note2_miss = Finding(
+            "20", f"{head} in a single collision and {ball_name(target)} was not declared frozen", (self.contact["t_us"], t)
+        )
+        return None
+
+    def failure(self) -> Finding:
+        if self.note2_miss is not None:
+            return self.note2_miss
+        return Finding(
+            "20", f"{self.history()} — not in an order item 20 accepts", (self.contact["t_us"],)
+        )
+
+
+def _other(cushions: dict[int, int], c: int) -> int | None:
+    return next((k for k in cushions if k != c), None)
+
+
+def resting_against(shot: Shot, config: RulesConfig, table: Table) -> dict[int, set[int]]:
+    """Balls resting against cushions at the shot's start: reported frozen, within
+    ``frozen_gap_mm`` of a nose by the tracker's positions, or declared (nearest cushion)."""
+    out = frozen_map(shot.start.get("frozen"))
+    for ball, (x, y) in shot.positions().items():
+        nearest = table.cushion_of(x, y)
+        if table.cushion_gap(nearest, x, y) <= config.frozen_gap_mm or ball in shot.declared:
+            out.setdefault(ball, set()).add(nearest)
+    return {b: cs for b, cs in out.items() if cs}
