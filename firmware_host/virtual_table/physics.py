@@ -1,0 +1,597 @@
+"""Event-driven 2-D physics of a Russian pyramid table.
+
+Why event-driven: the sensor model stamps every impact with the time of a
+real clock, so an impact must happen at its exact time, not at the next
+tick of a fixed step.  Between events every ball follows a closed-form
+parabola (constant acceleration), so the time of the next event is the
+first root of a polynomial (quadratic for a line, quartic for a pair of
+balls or a ball and a pocket jaw), found by isolating the roots of its
+derivatives and bisecting the monotone pieces.  The pair search is the hot
+loop and runs in numba.
+
+Units inside: millimetres, seconds, mm/s.  Ball state: centre ``p``,
+velocity ``v``, ``s`` the velocity the ball's rolling spin would give it
+(``s == v`` is rolling without slip; ``s == 0`` a stun), and ``wz`` the spin
+about the vertical (rad/s) that keeps a stopped ball "moving" (item 14.1).
+Friction: a sliding ball decelerates at ``mu_slide * g`` against its slip,
+which closes the slip at 7/2 of that rate (solid sphere), so a ball struck
+without spin rolls after ``2 v / (7 mu g)`` at 5/7 of its speed; a rolling
+ball decelerates at ``mu_roll * g``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from protocol.geometry import DEFAULT_TABLE, Table
+
+from .truth import N_BALLS
+
+G_MM_S2 = 9810.0
+EPS_V = 1e-7  # mm/s: below this a velocity or slip is zero
+MIN_CLOSING = 1.0  # mm/s: the least parting speed of a contact
+
+# raw event kinds of the engine
+EV_BALL, EV_CUSHION, EV_JAW, EV_POCKET, EV_ROLL, EV_STOP, EV_SPIN_STOP, EV_IMPULSE = range(1, 9)
+
+# ball phases
+REST, SLIDING, ROLLING = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class PhysicsConfig:
+    """Material constants; the defaults are the issue's figures."""
+
+    mass_kg: float = 0.285
+    mu_slide: float = 0.2
+    mu_roll: float = 0.01
+    spin_decel_rad_s2: float = 10.9  # decay of spin about the vertical
+    e_ball: float = 0.93
+    e_cushion: float = 0.55
+    corner_mm: float = 72.5  # opening between the jaws of a corner pocket
+    middle_mm: float = 82.5  # opening between the jaws of a middle pocket
+    freeze_mps: float = 0.02  # rebound slower than this leaves the ball against the cushion
+    max_events: int = 200_000  # a shot with more events is a numerical runaway
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The table as arrays the kernels read: cushion lines, jaws, pocket mouths."""
+
+    table: Table
+    radius: float
+    # cushion c: centre coordinate `axis` reaches `limit` moving in direction `sign`,
+    # valid while the other coordinate lies in [lo, hi]
+    cush_axis: np.ndarray
+    cush_limit: np.ndarray
+    cush_sign: np.ndarray
+    cush_lo: np.ndarray
+    cush_hi: np.ndarray
+    jaw_xy: np.ndarray  # (12, 2) the cushion-nose ends at the pockets
+    jaw_cushion: np.ndarray  # (12,) the cushion piece each jaw ends
+    mouth_a: np.ndarray  # (6, 2) jaw points of each pocket
+    mouth_b: np.ndarray
+    mouth_n: np.ndarray  # (6, 2) unit normal pointing out of the table
+
+    @classmethod
+    def of(cls, table: Table, config: PhysicsConfig) -> Geometry:
+        L, W, R = table.length_mm, table.width_mm, table.ball_mm / 2
+        a = config.corner_mm / math.sqrt(2.0)  # corner jaws sit a from the corner on each nose
+        m = config.middle_mm / 2
+        front, back = (a, W - a), (a, W - a)
+        lfront, lback = (a, L / 2 - m), (L / 2 + m, L - a)
+        cush = [  # axis, limit, sign, lo, hi -- in cushion order 0..5 (ICD §6)
+            (0, R, -1, *front),
+            (1, R, -1, *lfront),
+            (1, R, -1, *lback),
+            (0, L - R, 1, *back),
+            (1, W - R, 1, *lback),
+            (1, W - R, 1, *lfront),
+        ]
+        mouths = [  # (jaw a, cushion of a), (jaw b, cushion of b), per pocket 0..5
+            (((0, a), 0), ((a, 0), 1)),
+            (((L / 2 - m, 0), 1), ((L / 2 + m, 0), 2)),
+            (((L - a, 0), 2), ((L, a), 3)),
+            (((L, W - a), 3), ((L - a, W), 4)),
+            (((L / 2 + m, W), 4), ((L / 2 - m, W), 5)),
+            (((a, W), 5), ((0, W - a), 0)),
+        ]
+        jaw_xy = np.array([j[0] for mo in mouths for j in mo], dtype=np.float64)
+        jaw_cushion = np.array([j[1] for mo in mouths for j in mo], dtype=np.int64)
+        ma, mb = jaw_xy[0::2].copy(), jaw_xy[1::2].copy()
+        pocket = np.array([table.pocket_xy(k) for k in range(6)], dtype=np.float64)
+        mid = (ma + mb) / 2
+        d = mb - ma
+        n = np.stack([d[:, 1], -d[:, 0]], axis=1)
+        n /= np.linalg.norm(n, axis=1)[:, None]
+        n *= np.sign(np.einsum("ij,ij->i", n, pocket - mid) + 1e-300)[:, None]  # towards the pocket
+        # middle pockets: the corner point equals the mouth centre, push outwards explicitly
+        n[1] = (0.0, -1.0)
+        n[4] = (0.0, 1.0)
+        c = np.array(cush, dtype=np.float64)
+        return cls(
+            table, R, c[:, 0].astype(np.int64), c[:, 1].copy(), c[:, 2].copy(), c[:, 3].copy(),
+            c[:, 4].copy(), jaw_xy, jaw_cushion, ma, mb, n,
+        )
+
+
+# ---------------------------------------------------------------- polynomial roots
+
+
+@numba.njit(cache=True)
+def _peval(c: np.ndarray, n: int, t: float) -> float:
+    r = 0.0
+    for k in range(n, -1, -1):
+        r = r * t + c[k]
+    return r
+
+
+@numba.njit(cache=True)
+def _bisect(c: np.ndarray, n: int, lo: float, hi: float) -> float:
+    """A root of the polynomial in [lo, hi] where it changes sign; returns the far side."""
+    flo = _peval(c, n, lo)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        fm = _peval(c, n, mid)
+        if (fm > 0.0) == (flo > 0.0):
+            lo, flo = mid, fm
+        else:
+            hi = mid
+    return hi
+
+
+@numba.njit(cache=True)
+def _roots_in(c: np.ndarray, n: int, h: float, out: np.ndarray) -> int:
+    """Real roots in (0, h) of a polynomial of degree <= 4 (ascending coefficients), sorted.
+
+    Why by derivatives: between consecutive roots of the derivative the
+    polynomial is monotone, so one sign test and a bisection find its root
+    robustly, with no ill-conditioned closed form for the quartic.
+    """
+    ders = np.zeros((5, 5))
+    for k in range(n + 1):
+        ders[0, k] = c[k]
+    for d in range(1, n + 1):
+        for k in range(n - d + 1):
+            ders[d, k] = ders[d - 1, k + 1] * (k + 1)
+    cnt = 0
+    crit = np.empty(6)
+    for d in range(n - 1, -1, -1):  # from the linear derivative down to the polynomial
+        deg = n - d
+        row = ders[d]
+        m = 0
+        crit[m] = 0.0
+        m += 1
+        for k in range(cnt):
+            crit[m] = out[k]
+            m += 1
+        crit[m] = h
+        m += 1
+        cnt = 0
+        flo = _peval(row, deg, crit[0])
+        for k in range(m - 1):
+            fhi = _peval(row, deg, crit[k + 1])
+            if (flo > 0.0) != (fhi > 0.0) and crit[k + 1] > crit[k]:
+                out[cnt] = _bisect(row, deg, crit[k], crit[k + 1])
+                cnt += 1
+            flo = fhi
+    return cnt
+
+
+@numba.njit(cache=True)
+def _first_entry(c: np.ndarray, n: int, h: float, tol: float, work: np.ndarray) -> float:
+    """First time in [0, h] at which f (>= 0 outside contact) falls to <= 0; inf if none.
+
+    A contact at t = 0 counts only when the pair is approaching (f' < 0),
+    so a contact just resolved is not found again.
+    """
+    if c[0] <= tol and (c[1] < -tol or (c[1] <= tol and c[2] < 0.0)):
+        return 0.0  # touching and approaching, or pressed together by friction
+    dc = np.empty(5)
+    for k in range(n):
+        dc[k] = c[k + 1] * (k + 1)
+    cnt = _roots_in(dc, n - 1, h, work) if n > 1 else 0
+    lo = 0.0
+    flo = c[0]
+    for k in range(cnt + 1):
+        hi = work[k] if k < cnt else h
+        fhi = _peval(c, n, hi)
+        if flo > 0.0 and fhi <= 0.0:
+            return _bisect(c, n, lo, hi)
+        lo, flo = hi, fhi
+    return np.inf
+
+
+@numba.njit(cache=True)
+def _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, dist, c):
+    """|dp + dv t + da t^2/2|^2 - dist^2 as ascending coefficients."""
+    c[4] = 0.25 * (dax * dax + day * day)
+    c[3] = dvx * dax + dvy * day
+    c[2] = dvx * dvx + dvy * dvy + dpx * dax + dpy * day
+    c[1] = 2.0 * (dpx * dvx + dpy * dvy)
+    c[0] = dpx * dpx + dpy * dpy - dist * dist
+
+
+# ---------------------------------------------------------------- motion
+
+
+@numba.njit(cache=True)
+def _motion(v, s, wz, present, mu_s_g, mu_r_g, spin_decel, a, phase, horizon, hkind):
+    """Per ball: acceleration, phase and the time and kind of its next own transition."""
+    for i in range(v.shape[0]):
+        a[i, 0] = 0.0
+        a[i, 1] = 0.0
+        phase[i] = REST
+        horizon[i] = np.inf
+        hkind[i] = 0
+        if not present[i]:
+            continue
+        ux = v[i, 0] - s[i, 0]
+        uy = v[i, 1] - s[i, 1]
+        un = math.hypot(ux, uy)
+        vn = math.hypot(v[i, 0], v[i, 1])
+        if un > EPS_V:
+            a[i, 0] = -mu_s_g * ux / un
+            a[i, 1] = -mu_s_g * uy / un
+            phase[i] = SLIDING
+            horizon[i] = 2.0 * un / (7.0 * mu_s_g)
+            hkind[i] = EV_ROLL
+        elif vn > EPS_V:
+            a[i, 0] = -mu_r_g * v[i, 0] / vn
+            a[i, 1] = -mu_r_g * v[i, 1] / vn
+            phase[i] = ROLLING
+            horizon[i] = vn / mu_r_g
+            hkind[i] = EV_STOP
+        if wz[i] != 0.0:
+            ts = abs(wz[i]) / spin_decel
+            if ts < horizon[i]:
+                horizon[i] = ts
+                hkind[i] = EV_SPIN_STOP
+
+
+@numba.njit(cache=True)
+def _advance(p, v, s, wz, a, phase, present, dt, spin_decel):
+    for i in range(p.shape[0]):
+        if not present[i]:
+            continue
+        if phase[i] != REST:
+            p[i, 0] += v[i, 0] * dt + 0.5 * a[i, 0] * dt * dt
+            p[i, 1] += v[i, 1] * dt + 0.5 * a[i, 1] * dt * dt
+            v[i, 0] += a[i, 0] * dt
+            v[i, 1] += a[i, 1] * dt
+            if phase[i] == SLIDING:
+                s[i, 0] -= 2.5 * a[i, 0] * dt
+                s[i, 1] -= 2.5 * a[i, 1] * dt
+            else:
+                s[i, 0] = v[i, 0]
+                s[i, 1] = v[i, 1]
+        if wz[i] != 0.0:
+            dw = spin_decel * dt
+            if abs(wz[i]) <= dw:
+                wz[i] = 0.0
+            elif wz[i] > 0.0:
+                wz[i] -= dw
+            else:
+                wz[i] += dw
+
+
+@numba.njit(cache=True)
+def _next_event(
+    p, v, a, phase, present, horizon, hkind, h_limit, radius,
+    cush_axis, cush_limit, cush_sign, cush_lo, cush_hi, jaw_xy, mouth_a, mouth_b, mouth_n,
+):
+    """The earliest event within h_limit: (dt, kind, i, j); kind 0 when none."""
+    nb = p.shape[0]
+    best = h_limit
+    kind, bi, bj = 0, -1, -1
+    for i in range(nb):
+        if present[i] and horizon[i] < best:
+            best, kind, bi, bj = horizon[i], hkind[i], i, -1
+    c = np.zeros(5)
+    work = np.empty(6)
+    d = 2.0 * radius
+    tol = 1e-6 * d
+    for i in range(nb):
+        if not present[i] or phase[i] == REST:
+            continue
+        # ball-ball pairs with a moving first member (or a moving lower-index partner)
+        for j in range(nb):
+            if j == i or not present[j] or (phase[j] != REST and j < i):
+                continue
+            dpx = p[j, 0] - p[i, 0]
+            dpy = p[j, 1] - p[i, 1]
+            dvx = v[j, 0] - v[i, 0]
+            dvy = v[j, 1] - v[i, 1]
+            dax = a[j, 0] - a[i, 0]
+            day = a[j, 1] - a[i, 1]
+            reach = math.hypot(dvx, dvy) * best + 0.5 * math.hypot(dax, day) * best * best
+            if math.hypot(dpx, dpy) - d > reach + 1e-9:
+                continue
+            _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, d, c)
+            t = _first_entry(c, 4, best, tol * d, work)
+            if t < best:
+                best, kind, bi, bj = t, EV_BALL, i, j
+        # cushion lines
+        for k in range(6):
+            ax = cush_axis[k]
+            sg = cush_sign[k]
+            c[0] = sg * (cush_limit[k] - p[i, ax])
+            c[1] = -sg * v[i, ax]
+            c[2] = -0.5 * sg * a[i, ax]
+            if c[0] > radius + 1e-9 and c[1] >= 0.0 and c[2] >= 0.0:
+                continue
+            t = _first_entry(c, 2, best, 1e-9, work)
+            if t < best:
+                ot = 1 - ax
+                q = p[i, ot] + v[i, ot] * t + 0.5 * a[i, ot] * t * t
+                if cush_lo[k] <= q <= cush_hi[k]:
+                    best, kind, bi, bj = t, EV_CUSHION, i, k
+        # jaws and mouths only near a pocket
+        for k in range(jaw_xy.shape[0]):
+            dpx = p[i, 0] - jaw_xy[k, 0]
+            dpy = p[i, 1] - jaw_xy[k, 1]
+            reach = math.hypot(v[i, 0], v[i, 1]) * best + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best
+            if math.hypot(dpx, dpy) - radius > reach + 1e-9:
+                continue
+            _contact_coeffs(dpx, dpy, v[i, 0], v[i, 1], a[i, 0], a[i, 1], radius, c)
+            t = _first_entry(c, 4, best, tol * radius, work)
+            if t < best:
+                best, kind, bi, bj = t, EV_JAW, i, k
+        for k in range(6):
+            nx = mouth_n[k, 0]
+            ny = mouth_n[k, 1]
+            c[0] = -(nx * (p[i, 0] - mouth_a[k, 0]) + ny * (p[i, 1] - mouth_a[k, 1]))
+            if c[0] > 3.0 * radius + math.hypot(v[i, 0], v[i, 1]) * best + 1e-9 + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best:
+                continue
+            c[1] = -(nx * v[i, 0] + ny * v[i, 1])
+            c[2] = -0.5 * (nx * a[i, 0] + ny * a[i, 1])
+            t = _first_entry(c, 2, best, 1e-9, work)
+            if t < best:
+                qx = p[i, 0] + v[i, 0] * t + 0.5 * a[i, 0] * t * t
+                qy = p[i, 1] + v[i, 1] * t + 0.5 * a[i, 1] * t * t
+                ex = mouth_b[k, 0] - mouth_a[k, 0]
+                ey = mouth_b[k, 1] - mouth_a[k, 1]
+                u = ((qx - mouth_a[k, 0]) * ex + (qy - mouth_a[k, 1]) * ey) / (ex * ex + ey * ey)
+                if 0.0 <= u <= 1.0:
+                    best, kind, bi, bj = t, EV_POCKET, i, k
+    return best, kind, bi, bj
+
+
+# ---------------------------------------------------------------- engine
+
+
+@dataclass(frozen=True)
+class Impulse:
+    """Something outside the balls sets a ball moving at time t_s.
+
+    ``cue`` impulses are tip contacts (they start shots); the others are a
+    hand or a sleeve nudging a ball (item 17).  ``v``/``s`` are mm/s,
+    ``wz`` rad/s; they replace the ball's velocity and spin.
+    """
+
+    t_s: float
+    ball: int
+    v: tuple[float, float]
+    s: tuple[float, float] = (0.0, 0.0)
+    wz: float = 0.0
+    cue: bool = True
+    duration_s: float = 0.0015
+    add: bool = False  # add to the ball's motion (a second tip contact) instead of replacing it
+
+
+@dataclass
+class RawEvent:
+    """One elementary event of the engine (before it becomes an EVENTS.md dict)."""
+
+    t_s: float
+    kind: int
+    ball: int
+    other: int = -1  # ball-ball: the other ball; cushion/jaw: cushion piece; pocket: pocket
+    speed_mps: float = 0.0
+    impulse: Impulse | None = None
+
+
+@dataclass
+class Segments:
+    """Per ball, the piecewise-parabolic trajectory: a new row whenever its motion changes.
+
+    Columns: t0, x, y, vx, vy, ax, ay, state (MOVING/SPINNING bits), present.
+    """
+
+    rows: list[list[tuple[float, ...]]] = field(default_factory=lambda: [[] for _ in range(N_BALLS)])
+
+    def add(self, ball: int, t: float, p: np.ndarray, v: np.ndarray, a: np.ndarray, state: int, present: bool) -> None:
+        row = (t, p[0], p[1], v[0], v[1], a[0], a[1], float(state), float(present))
+        rows = self.rows[ball]
+        if rows and rows[-1][0] == t:
+            rows[-1] = row
+        else:
+            rows.append(row)
+
+
+class Table2D:
+    """The balls on one table, advanced event by event.
+
+    Why a stateful object: a match is one continuous physical history
+    (racking, shots, a ball nudged between shots) and the trajectory
+    segments and elementary events accumulate across all of it.
+    """
+
+    def __init__(self, table: Table = DEFAULT_TABLE, config: PhysicsConfig = PhysicsConfig()) -> None:
+        self.table, self.config = table, config
+        self.geo = Geometry.of(table, config)
+        n = N_BALLS
+        self.p = np.zeros((n, 2))
+        self.v = np.zeros((n, 2))
+        self.s = np.zeros((n, 2))
+        self.wz = np.zeros(n)
+        self.present = np.zeros(n, dtype=np.bool_)
+        self.a = np.zeros((n, 2))
+        self.phase = np.zeros(n, dtype=np.int64)
+        self.horizon = np.zeros(n)
+        self.hkind = np.zeros(n, dtype=np.int64)
+        self.t = 0.0
+        self.events: list[RawEvent] = []
+        self.segments = Segments()
+        self._drives: dict[int, tuple[float, np.ndarray]] = {}  # ball -> (tip contact end, stroke)
+        g = G_MM_S2
+        self._k = (config.mu_slide * g, config.mu_roll * g, config.spin_decel_rad_s2)
+        self._update_motion()
+
+    # -- state helpers
+    def _update_motion(self) -> None:
+        _motion(self.v, self.s, self.wz, self.present, *self._k, self.a, self.phase, self.horizon, self.hkind)
+
+    def state_bits(self, i: int) -> int:
+        if self.phase[i] != REST:
+            return 1
+        return 2 if self.wz[i] != 0.0 else 0
+
+    def moving(self) -> np.ndarray:
+        return self.present & ((self.phase != REST) | (self.wz != 0.0))
+
+    def _record(self, balls) -> None:
+        for i in balls:
+            self.segments.add(i, self.t, self.p[i], self.v[i], self.a[i], self.state_bits(i), bool(self.present[i]))
+
+    # -- outside actions
+    def place(self, t_s: float, ball: int, xy: tuple[float, float]) -> None:
+        """A hand puts a ball on the table (racking, the coloured ball in the house)."""
+        self.run_until(t_s)
+        self.p[ball] = xy
+        self.v[ball] = self.s[ball] = 0.0
+        self.wz[ball] = 0.0
+        self.present[ball] = True
+        self._update_motion()
+        self._record([ball])
+
+    def remove(self, t_s: float, ball: int) -> None:
+        self.run_until(t_s)
+        self.present[ball] = False
+        self.v[ball] = self.s[ball] = 0.0
+        self.wz[ball] = 0.0
+        self._update_motion()
+        self._record([ball])
+
+    def apply(self, imp: Impulse) -> None:
+        """Run to the impulse's time and apply it (a tip contact or a nudge)."""
+        self.run_until(imp.t_s)
+        i = imp.ball
+        if imp.add:
+            self.v[i] += imp.v
+            self.s[i] += imp.s
+            self.wz[i] += imp.wz
+        else:
+            self.v[i] = imp.v
+            self.s[i] = imp.s
+            self.wz[i] = imp.wz
+        speed = float(np.hypot(*self.v[i])) / 1000
+        self.events.append(RawEvent(self.t, EV_IMPULSE, i, -1, speed, imp))
+        if imp.cue and speed > 0:
+            self._drives[i] = (self.t + imp.duration_s, self.v[i].copy())
+        self._update_motion()
+        self._record([i])
+
+    # -- the event loop
+    def run_until(self, t_end: float = math.inf) -> None:
+        """Advance to t_end, or until every ball is at rest when t_end is inf."""
+        geo = self.geo
+        mu_s_g, _, spin = self._k
+        count = 0
+        while True:
+            h = t_end - self.t
+            if h < 0:
+                raise ValueError(f"time runs backwards: {t_end} < {self.t}")
+            if math.isinf(h) and not self.moving().any():
+                return
+            dt, kind, i, j = _next_event(
+                self.p, self.v, self.a, self.phase, self.present, self.horizon, self.hkind,
+                h if not math.isinf(h) else 1e9, geo.radius, geo.cush_axis, geo.cush_limit,
+                geo.cush_sign, geo.cush_lo, geo.cush_hi, geo.jaw_xy, geo.mouth_a, geo.mouth_b, geo.mouth_n,
+            )
+            _advance(self.p, self.v, self.s, self.wz, self.a, self.phase, self.present, dt, spin)
+            self.t += dt
+            if kind == 0:
+                self.t = t_end
+                self._update_motion()
+                return
+            count += 1
+            if count > self.config.max_events:
+                raise RuntimeError(f"more than {self.config.max_events} events at t={self.t:.6f} s")
+            self._apply_event(kind, i, j)
+            self._update_motion()
+            self._record([i] if kind != EV_BALL else [i, j])
+
+    def _drive(self, ball: int) -> None:
+        """While the tip is still on a ball it keeps pushing it along the stroke (a push, 19).
+
+        The cue outweighs the ball, so a ball met during the tip contact is
+        pushed through: the struck ball's speed along the stroke is restored
+        after every contact until the contact ends.
+        """
+        drive = self._drives.get(ball)
+        if drive is None or self.t >= drive[0]:
+            return
+        stroke = drive[1]
+        speed = float(np.hypot(*stroke))
+        along = float(self.v[ball] @ stroke) / speed
+        if along < speed:
+            self.v[ball] += (speed - along) * stroke / speed
+
+    def _apply_event(self, kind: int, i: int, j: int) -> None:
+        cfg = self.config
+        if kind == EV_ROLL:
+            self.s[i] = self.v[i]
+            return
+        if kind == EV_STOP:
+            self.v[i] = self.s[i] = 0.0
+            return
+        if kind == EV_SPIN_STOP:
+            self.wz[i] = 0.0
+            return
+        if kind == EV_BALL:
+            n = self.p[j] - self.p[i]
+            n /= np.linalg.norm(n)
+            closing = float((self.v[i] - self.v[j]) @ n)
+            # balls pressed together by friction part at a floor speed instead of sinking in
+            k = 0.5 * (1.0 + cfg.e_ball) * max(closing, MIN_CLOSING)
+            self.v[i] -= k * n
+            self.v[j] += k * n
+            self.events.append(RawEvent(self.t, EV_BALL, i, j, max(closing, 0.0) / 1000))
+            for b in (i, j):
+                self._drive(b)
+            return
+        if kind == EV_POCKET:
+            speed = float(np.hypot(*self.v[i])) / 1000
+            self.present[i] = False
+            self.v[i] = self.s[i] = 0.0
+            self.wz[i] = 0.0
+            self.events.append(RawEvent(self.t, EV_POCKET, i, j, speed))
+            return
+        # cushion line or jaw: reflect the normal parts of velocity and spin
+        if kind == EV_CUSHION:
+            n = np.zeros(2)
+            n[self.geo.cush_axis[j]] = self.geo.cush_sign[j]
+            piece = j
+        else:
+            n = self.geo.jaw_xy[j] - self.p[i]
+            n /= np.linalg.norm(n)
+            piece = int(self.geo.jaw_cushion[j])
+        vn = float(self.v[i] @ n)
+        if vn <= 0.0:
+            return
+        sn = float(self.s[i] @ n)
+        rebound = cfg.e_cushion * vn
+        if rebound < cfg.freeze_mps * 1000:
+            self.v[i] -= vn * n
+            self.s[i] -= sn * n
+        else:
+            self.v[i] -= (1.0 + cfg.e_cushion) * vn * n
+            self.s[i] -= (1.0 + cfg.e_cushion) * sn * n
+        self.events.append(RawEvent(self.t, EV_CUSHION, i, piece, vn / 1000))
