@@ -1,0 +1,235 @@
+"""Raw capture writer (ICD §8): the byte stream exactly as read, in ``.bin`` parts.
+
+A recording must survive what happens to live loggers (python-can's killed
+``can.logger``): it is a context manager, pushes its buffer to the kernel on
+a short interval so a crash loses at most that interval, turns SIGTERM into
+an orderly close (:func:`exit_on_signals`, installed by the CLI), and rotates
+to names that sort in stream order::
+
+    capture-20261130-133500-0001.bin   # session start (UTC), part number
+    capture-20261130-133500-0002.bin
+
+Concatenating the parts in name order gives back the exact stream; a part
+may start mid-frame, which every capture reader already handles (the host
+may attach mid-stream, ICD §1).  With ``rx_times=True`` each part gets a
+``.rxt`` side file: one :data:`RX_TIMES_DTYPE` record per chunk (16 bytes,
+little-endian ``u8 offset`` into the part, ``i8 host_rx_ns``).
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as d, CaptureRecorder(d) as rec:
+...     rec.write(b"\\x00abc\\x00")
+...     rec.bytes_written
+6
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import BinaryIO
+
+import numpy as np
+
+from .transport import Chunk
+
+log = logging.getLogger(__name__)
+
+RX_TIMES_DTYPE = np.dtype([("offset", "<u8"), ("host_rx_ns", "<i8")])
+_RX_RECORD = struct.Struct("<Qq")
+assert _RX_RECORD.size == RX_TIMES_DTYPE.itemsize
+
+
+def part_name(prefix: str, started: datetime, part: int, suffix: str = ".bin") -> str:
+    """``capture-YYYYmmdd-HHMMSS-0001.bin``: the session's UTC start, then the part."""
+    return f"{prefix}-{started.astimezone(UTC):%Y%m%d-%H%M%S}-{part:04d}{suffix}"
+
+
+def read_rx_times(path: str | Path) -> np.ndarray:
+    """A ``.rxt`` side file as a structured array (``offset``, ``host_rx_ns``)."""
+    return np.fromfile(path, dtype=RX_TIMES_DTYPE)
+
+
+class CaptureRecorder:
+    """Writes chunks to rotating ``.bin`` parts; thread-safe, never loses a chunk on close.
+
+    Threading: :meth:`write` / :meth:`record` from the reader thread (pass
+    :meth:`record` as the transport's ``on_chunk``), :meth:`close` from the
+    owner; a small daemon thread flushes every ``flush_interval_s`` so a
+    quiet link still reaches the disk.  ``bytes`` flush early at
+    ``flush_bytes``.  Rotation happens between chunks, before the chunk that
+    would push a part past ``max_bytes`` or once a part is ``max_seconds``
+    old; a part is never empty.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        prefix: str = "capture",
+        max_bytes: int | None = None,
+        max_seconds: float | None = None,
+        flush_interval_s: float = 0.5,
+        flush_bytes: int = 1 << 16,
+        rx_times: bool = False,
+        started: datetime | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.directory = Path(directory)
+        self.prefix = prefix
+        self.max_bytes = max_bytes
+        self.max_seconds = max_seconds
+        self.flush_interval_s = flush_interval_s
+        self.flush_bytes = flush_bytes
+        self.rx_times = rx_times
+        self.started = started or datetime.now(UTC)
+        self.paths: list[Path] = []
+        self.bytes_written = 0
+        self.dropped_after_close = 0  # chunks that arrived after close(): counted, not written
+        self.error: OSError | None = None  # last failure of the background flush
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._bin: BinaryIO | None = None
+        self._rxt: BinaryIO | None = None
+        self._part_bytes = 0
+        self._part_opened = 0.0
+        self._unflushed = 0
+        self._closed = False
+        self._stop = threading.Event()
+        self._open_part()
+        self._flusher = threading.Thread(target=self._flush_loop, name="capture flush", daemon=True)
+        self._flusher.start()
+
+    @property
+    def path(self) -> Path:
+        """The part being written now."""
+        return self.paths[-1]
+
+    def write(self, data: bytes, host_rx_ns: int | None = None) -> None:
+        """Append bytes as read from the port; ``host_rx_ns`` feeds the ``.rxt`` side file."""
+        if not data:
+            return
+        with self._lock:
+            if self._closed:
+                self.dropped_after_close += 1
+                return
+            if self._bin is None or self._should_rotate(len(data)):
+                self._close_part()
+                self._open_part()  # an OSError here leaves no part open: the next write retries
+            assert self._bin is not None
+            if self._rxt is not None and host_rx_ns is not None:
+                self._rxt.write(_RX_RECORD.pack(self._part_bytes, host_rx_ns))
+            self._bin.write(data)
+            self._part_bytes += len(data)
+            self.bytes_written += len(data)
+            self._unflushed += len(data)
+            if self._unflushed >= self.flush_bytes:
+                self._flush_locked()
+
+    def record(self, chunk: Chunk) -> None:
+        """``write`` for a transport :class:`~firmware_host.transport.Chunk` (an ``on_chunk``)."""
+        self.write(chunk.data, chunk.host_rx_ns)
+
+    def flush(self) -> None:
+        """Hand everything written so far to the kernel (survives the process being killed)."""
+        with self._lock:
+            if not self._closed:
+                self._flush_locked()
+
+    def close(self) -> None:
+        """Flush, fsync and close the last part (idempotent)."""
+        self._stop.set()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._close_part()
+        if self._flusher is not threading.current_thread():
+            self._flusher.join(1.0)
+
+    def __enter__(self) -> CaptureRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- parts ---------------------------------------------------------------
+
+    def _should_rotate(self, incoming: int) -> bool:
+        if self._part_bytes == 0:
+            return False
+        if self.max_bytes is not None and self._part_bytes + incoming > self.max_bytes:
+            return True
+        return self.max_seconds is not None and self._clock() - self._part_opened >= self.max_seconds
+
+    def _open_part(self) -> None:
+        part = len(self.paths) + 1
+        path = self.directory / part_name(self.prefix, self.started, part)
+        # "x": never overwrite an earlier recording that happened to share the second.
+        self._bin = open(path, "xb")  # noqa: SIM115 - closed in _close_part
+        if self.rx_times:
+            self._rxt = open(path.with_suffix(".rxt"), "xb")  # noqa: SIM115
+        self.paths.append(path)
+        self._part_bytes = 0
+        self._part_opened = self._clock()
+        log.info("recording to %s", path)
+
+    def _close_part(self) -> None:
+        for f in (self._bin, self._rxt):
+            if f is not None:
+                f.flush()
+                os.fsync(f.fileno())
+                f.close()
+        self._bin = self._rxt = None
+        self._unflushed = 0
+
+    def _flush_locked(self) -> None:
+        for f in (self._bin, self._rxt):
+            if f is not None:
+                f.flush()
+        self._unflushed = 0
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(self.flush_interval_s):
+            try:
+                self.flush()
+            except OSError as exc:  # disk full, device gone: keep the last error, keep trying
+                self.error = exc
+                log.error("capture flush failed: %s", exc)
+
+
+def exit_on_signals(
+    signals: Iterable[signal.Signals] = (signal.SIGTERM, signal.SIGHUP),
+) -> Callable[[], None]:
+    """Turn termination signals into ``SystemExit`` so every ``with`` closes its recording.
+
+    For the CLI's main thread (Python runs signal handlers there only).
+    Closing a recorder from inside the handler could interrupt a write
+    half-way; unwinding the main thread's ``with`` blocks cannot.  Returns a
+    function that restores the previous handlers.
+
+        restore = exit_on_signals()
+        try:
+            with CaptureRecorder(dir) as rec, SerialTransport(url, on_chunk=rec.record) as t:
+                ...
+        finally:
+            restore()
+    """
+
+    def _exit(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, _exit) for sig in signals}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
