@@ -25,7 +25,7 @@ import numpy as np
 from . import kernels as k
 from .catalogue import BY_NAME, BY_TYPE, HEADER_SIZE
 from .framing import BadFrame, Message, UnknownFrame
-from .layout import COUNTED, GREEDY, PREFIX_SIZE, layout, rule_table
+from .layout import COUNTED, GREEDY, PREFIX_SIZE, all_layouts, layout, rule_table
 
 FRAME_DTYPE = np.dtype(
     [
@@ -41,6 +41,9 @@ FRAME_DTYPE = np.dtype(
     ]
 )
 _RULES = rule_table()
+_REC_SIZE = np.zeros(256, np.int64)
+for _lay in all_layouts():
+    _REC_SIZE[_lay.spec.msg_type] = _lay.dtype.itemsize
 _NAMES = {spec.msg_type: spec.name for spec in BY_TYPE.values()}
 STATUS_NAMES = {
     k.OK: "ok",
@@ -74,8 +77,8 @@ class Decoded:
     frames: np.ndarray  # FRAME_DTYPE, stream order, bad frames included
     tables: dict[str, np.ndarray]  # message name -> records (layout dtype)
     unknown: list[UnknownFrame]
-    stats: Stats = field(default_factory=Stats)  # the decoder's totals after this feed
     pending_bytes: int = 0  # an unfinished frame after this feed
+    stats: Stats | None = None  # totals, filled in by decode_capture
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -164,12 +167,22 @@ class StreamDecoder:
     def feed(self, chunk: bytes | bytearray | memoryview | np.ndarray) -> Decoded:
         data = np.frombuffer(chunk, np.uint8) if not isinstance(chunk, np.ndarray) else chunk
         buf = np.concatenate((self._pending, data)) if len(self._pending) else data
-        capacity = int(np.count_nonzero(buf == 0))
-        f_offset = np.empty(capacity, np.int64)
-        f_status = np.empty(capacity, np.int8)
-        f_start = np.empty(capacity, np.int64)
-        f_len = np.empty(capacity, np.int64)
-        bodies = np.empty(len(buf), np.uint8)
+        # Delimiters bound the frame count, and a good frame's msg_type is
+        # always its third byte on the wire (version and type are non-zero,
+        # so COBS leaves them in place): together they size every table.
+        ends = np.flatnonzero(buf == 0)
+        starts = np.empty_like(ends)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
+        type_at = starts + 2
+        bound = np.bincount(buf[type_at[type_at < ends]], minlength=256)
+        sizes = bound * _REC_SIZE
+        region = np.zeros(256, np.int64)
+        np.cumsum(sizes[:-1], out=region[1:])
+        records = np.zeros(int(sizes.sum()), np.uint8)
+        frames = np.zeros(len(ends), FRAME_DTYPE)
+        per_type = np.zeros(256, np.int64)
+        raw = np.empty(len(buf), np.uint8)
         n, consumed = k.scan(
             buf,
             self._offset,
@@ -181,11 +194,12 @@ class StreamDecoder:
             self._lost,
             self._bad,
             self._misc,
-            f_offset,
-            f_status,
-            f_start,
-            f_len,
-            bodies,
+            frames,
+            per_type,
+            region,
+            _REC_SIZE,
+            records,
+            raw,
         )
         if n:
             self._overflow_start = -1
@@ -200,54 +214,22 @@ class StreamDecoder:
         else:
             self._offset += consumed
             self._pending = tail.copy()
-        decoded = self._assemble(n, f_offset, f_status, f_start, f_len, bodies)
-        decoded.stats = self.stats()
-        decoded.pending_bytes = self.pending_bytes
-        return decoded
+        self._per_type += per_type
+        frames = frames[:n]
+        tables = {}
+        for t in np.flatnonzero(per_type):
+            lay = layout(int(t))
+            start = region[t]
+            tables[lay.spec.name] = records[start : start + sizes[t]].view(lay.dtype)[: per_type[t]]
+        return Decoded(frames, tables, self._unknown(frames, raw), self.pending_bytes)
 
-    def _assemble(
-        self,
-        n: int,
-        f_offset: np.ndarray,
-        f_status: np.ndarray,
-        f_start: np.ndarray,
-        f_len: np.ndarray,
-        bodies: np.ndarray,
-    ) -> Decoded:
-        frames = np.zeros(n, FRAME_DTYPE)
-        frames["offset"] = f_offset[:n]
-        status = f_status[:n]
-        frames["status"] = status
-        starts, lens = f_start[:n], f_len[:n]
-        frames["length"] = lens
-        good = status < k.BAD_COBS
-        gs = starts[good]
-        frames["msg_type"][good] = bodies[gs + 1]
-        frames["node"][good] = bodies[gs + 2]
-        frames["flags"][good] = bodies[gs + 3]
-        frames["seq"][good] = bodies[gs + 4].astype(np.uint16) | (bodies[gs + 5].astype(np.uint16) << 8)
-        t = np.zeros(len(gs), np.uint32)
-        for b in range(4):
-            t |= bodies[gs + 6 + b].astype(np.uint32) << (8 * b)
-        frames["t_us"][good] = t
-
-        tables: dict[str, np.ndarray] = {}
-        ok = status == k.OK
-        types = frames["msg_type"]
-        for msg_type in np.unique(types[ok]):
-            rows = np.flatnonzero(ok & (types == msg_type))
-            lay = layout(int(msg_type))
-            out = np.zeros((len(rows), lay.dtype.itemsize), np.uint8)
-            k.gather(bodies, starts[rows], lens[rows], frames["offset"][rows], out)
-            tables[lay.spec.name] = out.view(lay.dtype).reshape(len(rows))
-            frames["row"][rows] = np.arange(len(rows))
-            self._per_type[msg_type] += len(rows)
-
-        unknown: list[UnknownFrame] = []
-        for r in np.flatnonzero(status == k.UNKNOWN):
+    @staticmethod
+    def _unknown(frames: np.ndarray, raw: np.ndarray) -> list[UnknownFrame]:
+        unknown = []
+        for r in np.flatnonzero(frames["status"] == k.UNKNOWN):
             f = frames[r]
-            s = int(starts[r])
-            frames["row"][r] = len(unknown)
+            s = int(f["row"])
+            f["row"] = len(unknown)
             unknown.append(
                 UnknownFrame(
                     int(f["msg_type"]),
@@ -255,11 +237,11 @@ class StreamDecoder:
                     int(f["seq"]),
                     int(f["t_us"]),
                     int(f["flags"]),
-                    bodies[s + HEADER_SIZE : s + int(lens[r])].tobytes(),
+                    raw[s + HEADER_SIZE : s + int(f["length"])].tobytes(),
                     int(f["offset"]),
                 )
             )
-        return Decoded(frames, tables, unknown)
+        return unknown
 
     def stats(self) -> Stats:
         return Stats(
@@ -274,5 +256,11 @@ class StreamDecoder:
 
 
 def decode_capture(data: bytes | np.ndarray) -> Decoded:
-    """A whole capture in one kernel pass (a trailing partial frame is left out)."""
-    return StreamDecoder().feed(data)
+    """A whole capture in one kernel pass, with its totals in ``stats``.
+
+    A trailing partial frame is left out (``Decoded.pending_bytes``).
+    """
+    decoder = StreamDecoder()
+    decoded = decoder.feed(data)
+    decoded.stats = decoder.stats()
+    return decoded

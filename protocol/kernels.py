@@ -86,26 +86,6 @@ def crc32(buf: np.ndarray, start: int, n: int, t: np.ndarray) -> np.uint32:
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def cobs_decode(buf: np.ndarray, start: int, end: int, out: np.ndarray, o: int) -> int:
-    """Un-stuff buf[start:end] into out[o:]; the decoded length, or -1."""
-    i = start
-    n = 0
-    while i < end:
-        code = np.int64(buf[i])
-        i += 1
-        if i + code - 1 > end:
-            return -1
-        for k in range(code - 1):
-            out[o + n] = buf[i + k]
-            n += 1
-        i += code - 1
-        if code < 0xFF and i < end:
-            out[o + n] = 0
-            n += 1
-    return n
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _u16(b: np.ndarray, i: int) -> int:
     return np.int64(b[i]) | (np.int64(b[i + 1]) << 8)
 
@@ -174,6 +154,41 @@ def _account(node: int, seq: int, retx: bool, seq_state: np.ndarray, lost: np.nd
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
+def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
+    """COBS-decode from buf[i] up to the next 0x00, in one read of each byte.
+
+    Returns (index of the delimiter or -1 if the buffer ends first, decoded
+    length, False if a group ran into the delimiter: a COBS error).  ``out``
+    must hold as many bytes as buf: decoding never grows the data.
+    """
+    size = buf.size
+    j = i
+    n = 0
+    code = 0xFF
+    while j < size:
+        code = np.int64(buf[j])
+        if code == 0:
+            break
+        j += 1
+        group_end = min(j + code - 1, size)
+        while j < group_end:
+            b = buf[j]
+            if b == 0:
+                return j, n, False
+            out[n] = b
+            n += 1
+            j += 1
+        if code < 0xFF:
+            out[n] = 0  # the zero a short group stands for
+            n += 1
+    if j >= size:
+        return -1, n, False
+    if code < 0xFF and n:
+        n -= 1  # the last group's zero is the delimiter itself
+    return j, n, True
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def scan(
     buf: np.ndarray,
     base: int,
@@ -185,103 +200,104 @@ def scan(
     lost: np.ndarray,
     bad: np.ndarray,
     misc: np.ndarray,
-    f_offset: np.ndarray,
-    f_status: np.ndarray,
-    f_start: np.ndarray,
-    f_len: np.ndarray,
-    bodies: np.ndarray,
+    frames: np.ndarray,
+    per_type: np.ndarray,
+    region: np.ndarray,
+    rec_size: np.ndarray,
+    records: np.ndarray,
+    raw: np.ndarray,
 ) -> tuple[int, int]:
     """Decode every complete frame of buf; returns (frames, bytes consumed).
+
+    Each good frame is written straight into its record: type t's records
+    start at ``records[region[t]]``, ``rec_size[t]`` bytes each, in arrival
+    order (the frame's ``row``; ``per_type`` counts them).  ``records`` must
+    start zeroed (padding of variable-length payloads stays zero).  Unknown
+    types keep their body in ``raw`` (``row`` = start).
 
     ``base`` is the stream offset of buf[0]; ``overflow_start`` >= 0 says the
     bytes before buf's first delimiter continue an over-long run that began
     at that offset (the caller dropped its start to bound memory).
     """
+    scratch = np.empty(buf.size + 1, np.uint8)
     n = 0
-    o = 0
-    run = 0
-    consumed = 0
-    for i in range(buf.size):
-        if buf[i] != 0:
-            continue
-        end = i
-        length = end - run
-        frame_offset = base + run
-        status = -1
+    i = 0
+    r = 0
+    size = buf.size
+    while i < size:
+        end, body_len, cobs_ok = _unstuff(buf, i, scratch)
+        if end < 0:
+            break  # the frame goes on in the next chunk
+        length = end - i
+        frame_offset = base + i
+        status = OK
         if overflow_start >= 0:
             status = BAD_LENGTH
             frame_offset = overflow_start
             length = base + end - overflow_start
             overflow_start = -1
         elif length == 0:
-            run = i + 1
-            consumed = run
+            i = end + 1
             continue
         elif length > MAX_ENCODED:
             status = BAD_LENGTH
-        body_len = 0
-        if status < 0:
-            body_len = cobs_decode(buf, run, end, bodies, o)
-            if body_len < 0:
-                status = BAD_COBS
-            elif body_len < MIN_BODY or body_len > MAX_BODY:
-                status = BAD_LENGTH
+        elif not cobs_ok:
+            status = BAD_COBS
+        elif body_len < MIN_BODY or body_len > MAX_BODY:
+            status = BAD_LENGTH
+        else:
+            data_len = body_len - 4
+            if np.int64(crc32(scratch, 0, data_len, tables)) != _u32(scratch, data_len):
+                status = BAD_CRC
+            elif scratch[0] != PROTOCOL_VERSION:
+                status = BAD_VERSION
             else:
-                data_len = body_len - 4
-                want = _u32(bodies, o + data_len)
-                if np.int64(crc32(bodies, o, data_len, tables)) != want:
-                    status = BAD_CRC
-                elif bodies[o] != PROTOCOL_VERSION:
-                    status = BAD_VERSION
-                else:
-                    body_len = data_len
-                    status = _payload_status(bodies, o, body_len, rules)
-        f_offset[n] = frame_offset
-        f_start[n] = o
+                body_len = data_len
+                status = _payload_status(scratch, 0, body_len, rules)
+        f = frames[n]
+        f["offset"] = frame_offset
         if status >= BAD_COBS:
             bad[status - BAD_COBS] += 1
-            f_len[n] = length
+            f["length"] = length
         else:
-            f_len[n] = body_len
-            node = bodies[o + 2]
-            if bodies[o + 1] == _HELLO and status == OK and node == 0:
-                boot_id = _u32(bodies, o + _BOOT_ID_AT)
+            msg_type = scratch[1]
+            node = scratch[2]
+            seq = _u16(scratch, 4)
+            f["msg_type"] = msg_type
+            f["node"] = node
+            f["flags"] = scratch[3]
+            f["seq"] = seq
+            f["t_us"] = _u32(scratch, 6)
+            f["length"] = body_len
+            if msg_type == _HELLO and status == OK and node == 0:
+                boot_id = _u32(scratch, _BOOT_ID_AT)
                 if boot[0] == 0 or boot[1] != boot_id:
                     if boot[0] != 0:
                         misc[M_BOOTS] += 1
                         seq_state[:, :] = 0
                     boot[0] = 1
                     boot[1] = boot_id
-            fresh = _account(node, _u16(bodies, o + 4), (bodies[o + 3] & 1) != 0, seq_state, lost)
-            if not fresh:
+            if not _account(node, seq, (scratch[3] & 1) != 0, seq_state, lost):
                 status = DUPLICATE
                 misc[M_DUPLICATES] += 1
             elif status == UNKNOWN:
                 misc[M_UNKNOWN] += 1
+                f["row"] = r
+                raw[r : r + body_len] = scratch[:body_len]
+                r += body_len
             else:
+                row = per_type[msg_type]
+                f["row"] = row
+                per_type[msg_type] += 1
                 misc[M_FRAMES] += 1
-            o += body_len
-        f_status[n] = status
+                d = region[msg_type] + row * rec_size[msg_type]
+                for k in range(PREFIX_SIZE - 1):
+                    records[d + k] = (frame_offset >> (8 * k)) & 0xFF
+                records[d + PREFIX_SIZE - 1] = body_len - HEADER_SIZE
+                d += PREFIX_SIZE
+                for k in range(body_len):
+                    records[d + k] = scratch[k]
+        f["status"] = status
         n += 1
-        run = i + 1
-        consumed = run
-    return n, consumed
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def gather(
-    bodies: np.ndarray,
-    starts: np.ndarray,
-    lens: np.ndarray,
-    offsets: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """Copy each checked body into its record: offset, payload length, body."""
-    for r in range(starts.size):
-        off = offsets[r]
-        for k in range(PREFIX_SIZE - 1):
-            out[r, k] = (off >> (8 * k)) & 0xFF
-        out[r, PREFIX_SIZE - 1] = lens[r] - HEADER_SIZE
-        s = starts[r]
-        for k in range(lens[r]):
-            out[r, PREFIX_SIZE + k] = bodies[s + k]
+        i = end + 1
+    return n, i

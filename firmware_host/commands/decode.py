@@ -1,0 +1,145 @@
+"""Decode a raw capture (ICD §8) into one line per frame, then a summary.
+
+Reads the capture in chunks through the streaming decoder, so a capture of
+any size decodes in bounded memory.  ``--json`` writes the EVENTS.md line
+format; the default is an aligned table for people.  Exit status 1 when the
+capture held bad frames (they are listed and counted), 2 when it cannot be
+read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+CHUNK = 1 << 20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("capture", help="raw capture file (.bin), or - for stdin")
+    parser.add_argument("--json", action="store_true", help="JSON Lines (EVENTS.md)")
+    parser.add_argument(
+        "--strict", action="store_true", help="stop at the first bad frame (exit status 1)"
+    )
+    parser.add_argument(
+        "--type",
+        action="append",
+        metavar="NAME",
+        help="only these message types (repeatable; e.g. CUSHION_HIT)",
+    )
+
+
+def _json_line(item: Any) -> dict[str, Any]:
+    from protocol.framing import BadFrame, Message
+
+    if isinstance(item, BadFrame):
+        return {"offset": item.offset, "error": item.reason, "length": item.length}
+    header = {
+        "offset": item.offset,
+        "node": item.node,
+        "seq": item.seq,
+        "t_us": item.t_us,
+        "flags": item.flags,
+    }
+    if isinstance(item, Message):
+        return header | {"type": item.name, "fields": item.fields}
+    return header | {"type": "UNKNOWN", "msg_type": item.msg_type, "payload_hex": item.payload.hex()}
+
+
+def _fields_text(fields: dict[str, Any]) -> str:
+    parts = []
+    for name, value in fields.items():
+        if name == "balls":
+            balls = " ".join(f"{b['ball']}:{b['x']},{b['y']}/{b['state']}" for b in value)
+            parts.append(f"balls[{len(value)}]={balls}")
+        elif isinstance(value, str):
+            parts.append(f"{name}={value!r}")
+        else:
+            parts.append(f"{name}={value}")
+    return " ".join(parts)
+
+
+def _text_line(item: Any) -> str:
+    from protocol.catalogue import NODE_NAMES
+    from protocol.framing import BadFrame, Message
+
+    if isinstance(item, BadFrame):
+        return f"{item.offset:>10}  {'-':<8} {'-':>5} {'-':>10}  BAD {item.reason} ({item.length} bytes)"
+    node = NODE_NAMES.get(item.node, str(item.node))
+    retx = " (retx)" if item.flags & 1 else ""
+    head = f"{item.offset:>10}  {node:<8} {item.seq:>5} {item.t_us:>10}  "
+    if isinstance(item, Message):
+        return head + f"{item.name:<13} {_fields_text(item.fields)}{retx}"
+    return head + f"UNKNOWN 0x{item.msg_type:02X}  payload={item.payload.hex()}{retx}"
+
+
+def _summary(stats: Any, pending: int) -> dict[str, Any]:
+    return {
+        "frames": stats.frames,
+        "bad": stats.bad,
+        "unknown": stats.unknown,
+        "lost": {str(node): n for node, n in stats.lost.items()},
+        "duplicates": stats.duplicates,
+        "reboots": stats.reboots,
+        "types": stats.per_type,
+        "pending_bytes": pending,
+    }
+
+
+def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
+    from protocol.catalogue import NODE_NAMES
+
+    if as_json:
+        out.write(json.dumps({"summary": summary}) + "\n")
+        return
+    out.write(f"\n{summary['frames']} frames decoded")
+    out.write(f", {sum(summary['bad'].values())} bad, {summary['unknown']} of unknown type")
+    out.write(f", {summary['duplicates']} duplicate retransmissions dropped\n")
+    for name, n in summary["types"].items():
+        out.write(f"  {name:<14} {n}\n")
+    for reason, n in summary["bad"].items():
+        out.write(f"  bad: {reason:<15} {n}\n")
+    for node, n in summary["lost"].items():
+        out.write(f"  lost from {NODE_NAMES.get(int(node), node):<8} {n}\n")
+    if summary["pending_bytes"]:
+        out.write(f"  capture ends inside a frame ({summary['pending_bytes']} bytes)\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    from protocol.catalogue import BY_NAME
+    from protocol.decoder import StreamDecoder
+    from protocol.framing import BadFrame
+
+    from ..cliutil import UsageError, open_binary
+
+    wanted = None
+    if args.type:
+        unknown = [name for name in args.type if name.upper() not in BY_NAME]
+        if unknown:
+            raise UsageError(f"--type {unknown[0]}: no such message (see `firmware-host dump`)")
+        wanted = {name.upper() for name in args.type}
+
+    out = sys.stdout
+    line = (lambda item: json.dumps(_json_line(item))) if args.json else _text_line
+    decoder = StreamDecoder()
+    source = open_binary(args.capture)
+    try:
+        if not args.json:
+            out.write(f"{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n")
+        while chunk := source.read(CHUNK):
+            for item in decoder.feed(chunk).items():
+                if wanted and getattr(item, "name", None) not in wanted:
+                    continue
+                out.write(line(item) + "\n")
+                if args.strict and isinstance(item, BadFrame):
+                    return 1
+    except OSError as exc:
+        raise UsageError(f"{args.capture}: {exc.strerror or exc}") from None
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
+    stats = decoder.stats()
+    _write_summary(out, _summary(stats, decoder.pending_bytes), args.json)
+    return 1 if stats.bad_total else 0
