@@ -223,7 +223,8 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
     event = np.concatenate([b.event_s for b in batches])
     ready = stamp + np.concatenate([b.latency_s for b in batches])
     note = np.concatenate([b.note for b in batches])
-    peer = np.concatenate([b.records["peer"] if "peer" in b.records.dtype.names else np.zeros(len(b), int)
+    sync = BY_NAME["CLOCK_SYNC"].msg_type  # a beacon needs its peer online and enumerated
+    peer = np.concatenate([b.records["peer"] if b.msg_type == sync else np.zeros(len(b), int)
                            for b in batches]).astype(np.int64)
     boot = timeline.boot_index(stamp)
 
