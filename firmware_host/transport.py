@@ -253,6 +253,8 @@ class SerialTransport:
                     baudrate=self.baudrate,
                     timeout=self.poll_s,
                     write_timeout=self.write_timeout_s,
+                    # Two readers of one tty each get half the bytes; refuse the second.
+                    exclusive=True,
                 )
             except (serial.SerialException, OSError, ValueError) as exc:
                 attempt += 1

@@ -131,6 +131,17 @@ def test_write_with_no_port_is_refused_as_a_value_and_the_open_failure_reported(
     assert statuses.items[-1].state is LinkState.CLOSED
 
 
+def test_a_second_host_on_the_same_port_is_refused_not_fed_half_the_bytes(pty_pair):
+    _, path = pty_pair
+    statuses = StatusLog()
+    with SerialTransport(path) as first:
+        assert first.wait_open(2.0)
+        with SerialTransport(path, on_status=statuses, backoff=FAST) as second:
+            refused = statuses.wait_for(LinkState.CONNECTING, after=1)
+            assert not second.is_open
+    assert "lock" in refused.error
+
+
 def test_closing_the_pty_master_is_reported_as_lost_and_retried_until_closed(pty_pair):
     master, path = pty_pair
     statuses = StatusLog()
