@@ -19,7 +19,7 @@ little-endian ``u8 offset`` into the part, ``i8 host_rx_ns``).
 >>> with tempfile.TemporaryDirectory() as d, CaptureRecorder(d) as rec:
 ...     rec.write(b"\\x00abc\\x00")
 ...     rec.bytes_written
-6
+5
 """
 
 from __future__ import annotations
