@@ -33,12 +33,16 @@ class RulesConfig:
     one white ball from the table for the opponent, so a re-rack after it has
     one ball fewer (note to 12.2).  ``hand_moves_after_foul``: after a foul,
     balls moved by hand before the next shot are the penalty ball being
-    taken, not item 17.
+    taken, not item 17.  ``near_contact_us``: without a tracker, a first
+    contact this soon after the stroke may be a 19.2 case (balls touching or
+    nearly), so an overlapping tip contact is left to the referee; a later
+    one is a push (19.1).
     """
 
     discipline: str = "free"
     push_threshold_us: int = 2500
     near_gap_mm: float = 10.0
+    near_contact_us: int = 5000
     frozen_gap_mm: float = 1.5
     rack_tolerance_mm: float = 10.0
     path_tolerance_mm: float = 2.0

@@ -186,7 +186,7 @@ def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> 
     t_c = first[1]["t_us"] if first else None
     overlap = t_c is not None and t_c <= t0 + duration
     if not sensors.tracker:
-        if overlap and t_c - t0 <= config.push_threshold_us:
+        if overlap and t_c - t0 <= config.near_contact_us:
             out.open.append(
                 Finding(
                     "19.2",

@@ -1,0 +1,193 @@
+"""The match around the shots: items 8, 10-11, 12.2, 13, 17 between shots, keypad calls."""
+
+from __future__ import annotations
+
+import pytest
+from rules_cases.events import TABLE, W, Match, judge, racked, verdicts
+
+HOUSE_X = TABLE.house_line_x
+
+
+def notices(match: Match) -> list[dict]:
+    return [line for line in judge(match.events) if line["kind"] == "notice"]
+
+
+def rules_noticed(match: Match) -> list[str]:
+    return [r for line in notices(match) for r in line["rules"]]
+
+
+# ------------------------------------------------------------------ which shot is a break
+
+
+@pytest.mark.parametrize(
+    ("name", "balls", "is_break"),
+    [
+        ("first shot after boot from a full rack", racked(15), True),
+        ("twin: first shot after boot from a played layout (host restarted mid-frame)",
+         {0: (500.0, W / 2), 3: (1200.0, 300.0), 9: (3000.0, 1500.0)}, False),
+        ("a sloppy rack is still a rack (item 8 notices it)",
+         racked(15) | {4: (racked(15)[4][0] + 20, racked(15)[4][1])}, True),
+    ],
+)
+def test_a_break_is_told_by_the_layout_with_a_tracker(name: str, balls: dict, is_break: bool) -> None:
+    verdict = verdicts(Match().shot(balls=balls).hit(0, 1).pot(4, 2).end().events)[-1]
+    assert verdict["break"] is is_break
+
+
+# ------------------------------------------------------------------ 10-11: the house, 11.3, 11.5
+
+
+@pytest.mark.parametrize(
+    ("name", "x", "warned"),
+    [
+        ("10.2: on the house line is outside", HOUSE_X, True),
+        ("10.1 twin: just inside the line", HOUSE_X - 0.5, False),
+        ("11.3: well outside", HOUSE_X + 300, True),
+    ],
+)
+def test_11_3_warning_before_the_break(name: str, x: float, warned: bool) -> None:
+    m = Match().rest(racked(15, (x, W / 2)))
+    assert ("11.3" in rules_noticed(m)) is warned
+
+
+@pytest.mark.parametrize(
+    ("name", "corrected_x", "played_x", "rules"),
+    [
+        ("11.3: warned, then broke from outside", None, HOUSE_X + 300, ["11.3"]),
+        ("11.3 twin: warned, corrected into the house (11.5)", 500.0, 500.0, []),
+        ("11.3 twin: never warned counts as correctly placed", None, HOUSE_X + 300, []),
+    ],
+)
+def test_11_3_foul_only_after_the_warning(name: str, corrected_x, played_x: float, rules: list[str]) -> None:
+    m = Match()
+    if rules or corrected_x is not None:
+        m.rest(racked(15, (HOUSE_X + 300, W / 2)))
+    if corrected_x is not None:
+        m.moved(0).rest(racked(15, (corrected_x, W / 2)))
+    verdict = verdicts(m.shot(balls=racked(15, (played_x, W / 2))).hit(0, 1).pot(4, 2).end().events)[-1]
+    assert verdict["rules"] == rules
+    assert verdict["verdict"] == ("foul" if rules else "legal")
+
+
+def test_11_5_adjusting_the_coloured_ball_before_the_break_is_no_foul() -> None:
+    m = Match().rest(racked(15)).moved(0).rest(racked(15, (400.0, 700.0)))
+    assert verdicts(m.events) == []
+
+
+# ------------------------------------------------------------------ 8: the rack check
+
+
+@pytest.mark.parametrize(
+    ("name", "layout", "expected"),
+    [
+        ("a full rack", racked(15), None),
+        ("twin: ball 4 20 mm off its place", racked(15) | {4: (racked(15)[4][0] + 20, racked(15)[4][1])},
+         "ball 4 is 20 mm off its place"),
+        ("a ball short", {b: xy for b, xy in racked(15).items() if b != 15}, "14 white balls on the table"),
+    ],
+)
+def test_8_rack_check_before_the_break(name: str, layout: dict, expected: str | None) -> None:
+    found = [line["reason"] for line in notices(Match().rest(layout)) if line["rules"] == ["8"]]
+    assert found == ([] if expected is None else found[:1])
+    if expected:
+        assert expected in found[0]
+
+
+# ------------------------------------------------------------------ 12.2 and 13
+
+
+def foul_break() -> Match:
+    """Player 1 breaks and the cue ball touches nothing: a foul, 12.2 awaits a choice."""
+    return Match().shot().cushion(0, 3).end()
+
+
+@pytest.mark.parametrize(
+    ("key", "player", "is_break", "rack_n"),
+    [
+        ("accept", 2, False, None),
+        ("offender_continues", 1, False, None),
+        ("rerack_i_break", 2, True, 14),
+        ("rerack_offender_breaks", 1, True, 14),
+    ],
+)
+def test_12_2_choices_decide_who_plays_and_whether_to_rerack(key: str, player: int, is_break: bool, rack_n) -> None:
+    m = foul_break().key(key)
+    chosen = notices(m)[-1]
+    assert chosen["rules"] == ["12.2"]
+    if rack_n:
+        assert f"re-rack {rack_n} balls" in chosen["reason"]
+    after = verdicts(m.shot().hit(0, 1).pot(4, 2).end().events)[-1]
+    assert (after["player"], after["break"]) == (player, is_break)
+
+
+def test_12_2_rerack_uses_the_incomplete_pyramid_after_the_penalty_ball() -> None:
+    m = foul_break().key("rerack_i_break")
+    assert not [n for n in notices(m.rest(racked(14))) if n["rules"] == ["8"]]
+    full = foul_break().key("rerack_i_break").rest(racked(15))
+    assert "15 white balls on the table, the rack needs 14" in notices(full)[-1]["reason"]
+
+
+def test_12_2_choice_without_an_illegal_break_is_ignored() -> None:
+    m = Match().broken().key("accept")
+    assert "ignored" in notices(m)[-1]["reason"]
+
+
+def test_13_players_break_in_turn() -> None:
+    m = Match().broken().key("new_frame").broken().key("new_frame").broken()
+    breaks = [(v["player"], v["break"]) for v in verdicts(m.events)]
+    assert breaks == [(1, True), (2, True), (1, True)]
+
+
+def test_turns_follow_pots_and_fouls() -> None:
+    m = (Match().broken()  # player 1 pots on the break: plays on
+         .shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end()  # legal, no pot: player 2 next
+         .shot().cushion(0, 1).end()  # player 2 fouls: player 1 next
+         .shot().hit(0, 7).pot(7, 2).end())
+    assert [v["player"] for v in verdicts(m.events)] == [1, 1, 2, 1]
+
+
+# ------------------------------------------------------------------ 17 between shots, keypad
+
+
+@pytest.mark.parametrize(
+    ("name", "build", "fouls"),
+    [
+        ("17: a ball touched between shots", lambda: Match().broken().moved(9), 1),
+        ("twin: racking before the break", lambda: Match().moved(9).moved(3), 0),
+        ("twin: the penalty ball taken after a foul", lambda: Match().broken().shot().cushion(0, 1).end().moved(9), 0),
+    ],
+)
+def test_17_between_shots(name: str, build, fouls: int) -> None:
+    between = [v for v in verdicts(build().events) if v["shot"] is None]
+    assert [(v["verdict"], v["rules"]) for v in between] == [("foul", ["17"])] * fouls
+
+
+@pytest.mark.parametrize("item", [15, 16, 17])
+def test_referee_foul_between_shots_is_a_verdict_outside_any_shot(item: int) -> None:
+    line = verdicts(Match().broken().key("referee_foul", item).events)[-1]
+    assert (line["shot"], line["verdict"], line["rules"], line["player"]) == (None, "foul", [str(item)], 1)
+
+
+def test_referee_foul_turns_the_last_shot_into_a_foul_and_passes_the_turn() -> None:
+    m = Match().broken().key("referee_foul", 16).shot().hit(0, 7).pot(7, 1).end()
+    assert verdicts(m.events)[-1]["player"] == 2
+
+
+def test_referee_clear_overrules_the_last_verdict() -> None:
+    m = Match().broken().shot().tip().hit(0, 7).pot(7, 1).end().key("referee_clear")
+    line = verdicts(m.events)[-1]
+    assert (line["verdict"], line["overrules"], line["shot"]) == ("legal", 2, None)
+    # Cleared, the pot stands: player 1 plays on.
+    assert verdicts(m.shot().hit(0, 3).pot(3, 1).end().events)[-1]["player"] == 1
+
+
+def test_referee_clear_before_any_verdict_is_ignored() -> None:
+    assert "ignored" in notices(Match().key("referee_clear"))[-1]["reason"]
+
+
+def test_declare_frozen_255_means_the_ball_nearest_the_cue_ball() -> None:
+    # Two resting balls; 9 is the nearer, so the declaration does not cover 7.
+    balls = {0: (2500.0, 900.0), 7: (TABLE.length_mm - 35.0, 900.0), 9: (2300.0, 900.0)}
+    m = Match().broken().key("declare_frozen", 255).shot(balls=balls).hit(0, 7).cushion(0, 1).end()
+    assert verdicts(m.events)[-1]["verdict"] == "foul"
+

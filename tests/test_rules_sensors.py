@@ -1,0 +1,95 @@
+"""The same shots on the minimum, middle and full sensor sets (RULES.md's sensor table).
+
+``referee`` exactly where the sensors present cannot decide, the full set's
+verdict everywhere else.  Also: node names and lamp states agree with the
+protocol catalogue, and the lamp mapping the daemon uses.
+"""
+
+from __future__ import annotations
+
+import pytest
+from rules_cases.cases import AT_60, _near_stroke, after_break
+from rules_cases.events import FULL, MIDDLE, MINIMUM, Match, seen_by, verdicts
+
+from protocol.catalogue import INDICATOR_STATES, NODE_NAMES
+from rules.config import SENSOR_NODES
+from rules.indicator import Indicator, indicator_for
+
+FOUL_18 = ("foul", ["18"])
+REF_20 = ("referee", ["19.1", "20"])  # minimum set: no first-contact time, push and result open
+REF_12 = ("referee", ["19.1", "12.1"])
+
+# name, shot, verdict per set: full, middle (+ lines, acoustic), minimum
+SHOTS = [
+    ("double hit (18): every set", lambda: after_break().shot().tip().hit(0, 7).pot(7, 1).end(),
+     FOUL_18, FOUL_18, FOUL_18),
+    ("push (19.1): needs a ball-contact time",
+     lambda: after_break().shot(duration_us=30_000).hit(0, 7, dt=20_000).pot(7, 1).end(),
+     ("foul", ["19.1"]), ("foul", ["19.1"]), REF_20),
+    ("19.2 exception: needs the tracker", _near_stroke(AT_60),
+     ("legal", []), ("referee", ["19.2"]), REF_20),
+    ("20(1) pot after the first contact: needs its time",
+     lambda: after_break().shot().hit(0, 7).pot(7, 1).end(), ("legal", []), ("legal", []), REF_20),
+    ("20(2)(a): needs which ball hit which cushion",
+     lambda: after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end(),
+     ("legal", []), ("referee", ["20"]), REF_20),
+    ("no contact: decided once contacts are heard",
+     lambda: after_break().shot().cushion(0, 1).cushion(0, 3).end(), ("foul", ["20"]), ("foul", ["20"]), REF_20),
+    ("12.1(1) break pot", lambda: Match().shot().hit(0, 1).pot(4, 2).end(), ("legal", []), ("legal", []), REF_12),
+    ("12.1(2) break cushions",
+     lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cushion(4, 4).end(),
+     ("legal", []), ("referee", ["12.1"]), REF_12),
+    ("14.2: every set",
+     lambda: after_break().shot().hit(0, 7).pot(7, 1).end(interrupted=True).shot(dt=0).hit(0, 5).pot(5, 0).end(),
+     ("foul", ["14.2"]), ("foul", ["14.2"]), ("foul", ["14.2"])),
+    ("17: only the tracker sees a touch",
+     lambda: after_break().shot().hit(0, 7).moved(9).pot(7, 1).end(), ("foul", ["17"]), ("legal", []), REF_20),
+]
+
+
+@pytest.mark.parametrize(("name", "build", "full", "middle", "minimum"), SHOTS, ids=[s[0] for s in SHOTS])
+def test_sensor_sets_decide_what_rules_md_says(name, build, full, middle, minimum) -> None:
+    events = build().events
+    for nodes, expected in ((FULL, full), (MIDDLE, middle), (MINIMUM, minimum)):
+        verdict = verdicts(seen_by(events, nodes))[-1]
+        assert (verdict["verdict"], verdict["rules"]) == expected, (nodes, verdict["reason"])
+
+
+def test_a_certain_foul_lists_what_stays_open() -> None:
+    events = seen_by(after_break().shot().tip().hit(0, 7).pot(7, 1).end().events, MINIMUM)
+    assert verdicts(events)[-1]["open"] == ["19.1", "20"]
+
+
+def test_no_boot_means_the_full_set() -> None:
+    events = after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end().events[1:]
+    assert verdicts(events)[-1]["satisfied"] == "20(2)(a)"
+
+
+def test_a_node_going_offline_narrows_the_set_until_it_is_back() -> None:
+    m = after_break().add("node_status", node="tracker", status="offline")
+    m.shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end()
+    m.add("node_status", node=4, status="online")
+    m.shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end()
+    assert [v["verdict"] for v in verdicts(m.events)[-2:]] == ["referee", "legal"]
+
+
+def test_node_names_are_the_catalogues() -> None:
+    assert SENSOR_NODES == tuple(NODE_NAMES[i] for i in range(len(SENSOR_NODES)))
+
+
+@pytest.mark.parametrize(
+    ("line", "lamp"),
+    [
+        ({"kind": "verdict", "verdict": "foul", "rules": ["19.1", "18"]}, Indicator("foul", 19)),
+        ({"kind": "verdict", "verdict": "legal", "rules": [], "satisfied": "20(4)(a)"}, Indicator("legal", 20)),
+        ({"kind": "verdict", "verdict": "legal", "rules": [], "satisfied": "12.1(2)"}, Indicator("legal", 12)),
+        ({"kind": "verdict", "verdict": "referee", "rules": ["12.1"]}, Indicator("referee", 12)),
+        ({"kind": "notice", "rules": ["11.3"]}, Indicator("warning", 11)),
+        ({"kind": "notice", "rules": ["8"]}, Indicator("warning", 8)),
+        ({"kind": "notice", "rules": ["12.2"]}, None),
+    ],
+)
+def test_indicator_for_lines(line: dict, lamp: Indicator | None) -> None:
+    got = indicator_for(line)
+    assert got == lamp
+    assert got is None or got.state in INDICATOR_STATES
