@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from construct import ConstructError
 
@@ -244,7 +244,9 @@ class CommandScheduler:
         self.stats.transmissions += 1
         self._out.frames.append(frame)
 
-    def _finish(self, cmd: _Command, outcome: Outcome, now_ns: int, status: int | None = None) -> None:
+    def _finish(
+        self, cmd: _Command, outcome: Outcome, now_ns: int, status: int | None = None
+    ) -> None:
         result = CommandResult(
             cmd.name,
             outcome,
@@ -313,7 +315,7 @@ class CommandLink:
     def stats(self) -> CommandStats:
         return self._core.stats
 
-    def start(self) -> CommandLink:
+    def start(self) -> Self:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="command link", daemon=True)
             self._thread.start()
@@ -331,7 +333,7 @@ class CommandLink:
         else:
             self._thread.join(timeout_s)
 
-    def __enter__(self) -> CommandLink:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -344,15 +346,23 @@ class CommandLink:
         future: Future[CommandResult] = Future()
         future.set_running_or_notify_cancel()  # the wire cannot take a frame back
         with self._cond:
-            if self._closing:
-                raise RuntimeError("command link is closed")
-            self._core.submit(name, fields, now_ns=time.monotonic_ns(), handle=future)
+            now_ns = time.monotonic_ns()
+            if self._closing:  # shutting down is not an error: the command just never goes out
+                future.set_result(
+                    CommandResult(name, Outcome.CLOSED, None, 0, None, now_ns, None, now_ns)
+                )
+                return future
+            self._core.submit(name, fields, now_ns=now_ns, handle=future)
             self._cond.notify()
         return future
 
-    def set_indicator(self, state: int | str, rule: int = 0, hold_ms: int = 0) -> Future[CommandResult]:
+    def set_indicator(
+        self, state: int | str, rule: int = 0, hold_ms: int = 0
+    ) -> Future[CommandResult]:
         """Drive the table's lamp; ``hold_ms`` 0 keeps the state until changed."""
-        return self.submit("SET_INDICATOR", state=indicator_state(state), rule=rule, hold_ms=hold_ms)
+        return self.submit(
+            "SET_INDICATOR", state=indicator_state(state), rule=rule, hold_ms=hold_ms
+        )
 
     def request_hello(self) -> Future[CommandResult]:
         """Ask the hub to repeat HELLO (host attached mid-stream)."""
@@ -388,7 +398,9 @@ class CommandLink:
                     step = self._core.poll(now_ns=time.monotonic_ns())
                     if not step:
                         deadline = self._core.next_deadline_ns()
-                        wait_s = None if deadline is None else (deadline - time.monotonic_ns()) / 1e9
+                        wait_s = (
+                            None if deadline is None else (deadline - time.monotonic_ns()) / 1e9
+                        )
                         if wait_s is None or wait_s > 0:
                             self._cond.wait(wait_s)
                         continue
@@ -404,7 +416,9 @@ class CommandLink:
                 log.warning("command frame not written: %s", exc)
         for change in step.health:
             level = logging.WARNING if change.health is LinkHealth.FAILED else logging.INFO
-            log.log(level, "indicator link %s (%s seq %s)", change.health.value, change.name, change.seq)
+            log.log(
+                level, "indicator link %s (%s seq %s)", change.health.value, change.name, change.seq
+            )
             if self._on_health is not None:
                 try:
                     self._on_health(change)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 import numpy as np
 
@@ -154,7 +154,7 @@ class CaptureRecorder:
         if self._flusher is not threading.current_thread():
             self._flusher.join(1.0)
 
-    def __enter__(self) -> CaptureRecorder:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -167,7 +167,9 @@ class CaptureRecorder:
             return False
         if self.max_bytes is not None and self._part_bytes + incoming > self.max_bytes:
             return True
-        return self.max_seconds is not None and self._clock() - self._part_opened >= self.max_seconds
+        return (
+            self.max_seconds is not None and self._clock() - self._part_opened >= self.max_seconds
+        )
 
     def _open_part(self) -> None:
         part = len(self.paths) + 1

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import serial
 from serial.threaded import Protocol, ReaderThread
@@ -106,6 +106,8 @@ class _Reader(ReaderThread):
     lost connection like any other.
     """
 
+    protocol: Protocol | None
+
     def run(self) -> None:
         try:
             super().run()
@@ -181,7 +183,7 @@ class SerialTransport:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def open(self) -> SerialTransport:
+    def open(self) -> Self:
         """Start connecting in the background; a port that is absent now is retried."""
         if self._supervisor is not None:
             return self
@@ -213,7 +215,7 @@ class SerialTransport:
         if self._supervisor is not None and self._supervisor is not threading.current_thread():
             self._supervisor.join(5.0)
 
-    def __enter__(self) -> SerialTransport:
+    def __enter__(self) -> Self:
         return self.open()
 
     def __exit__(self, *exc: object) -> None:
@@ -307,8 +309,13 @@ class SerialTransport:
             log.warning("%s: link lost: %s", self.url, error)
         elif state is LinkState.CONNECTING and error:
             # The first failure is news; the retries after it are noise.
-            log.log(logging.WARNING if attempt == 1 else logging.DEBUG,
-                    "%s: open failed (attempt %d): %s", self.url, attempt, error)
+            log.log(
+                logging.WARNING if attempt == 1 else logging.DEBUG,
+                "%s: open failed (attempt %d): %s",
+                self.url,
+                attempt,
+                error,
+            )
         elif state is not previous:
             log.info("%s: %s", self.url, state.value)
         if self._on_status is not None:

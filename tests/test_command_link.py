@@ -62,7 +62,9 @@ def run_until_done(s: CommandScheduler, acks_after: int | None, start_ns: int = 
         (None, Outcome.NO_ACK, 4),  # 1 + 3 and no more
     ],
 )
-def test_resends_the_same_frame_flagged_until_acked_or_three_resends(acks_after, outcome, transmissions):
+def test_resends_the_same_frame_flagged_until_acked_or_three_resends(
+    acks_after, outcome, transmissions
+):
     s = CommandScheduler(first_seq=41)
     s.submit("SET_INDICATOR", {"state": 3, "rule": 15, "hold_ms": 0}, now_ns=7_000 * MS, handle="h")
     sent, done = run_until_done(s, acks_after, start_ns=7_000 * MS)
@@ -92,7 +94,8 @@ def test_resends_are_spaced_by_the_ack_timeout_and_failure_comes_after_the_last(
 
 
 @pytest.mark.parametrize(
-    ("status", "outcome"), [(0, Outcome.ACKED), (1, Outcome.REFUSED), (2, Outcome.REFUSED), (3, Outcome.REFUSED)]
+    ("status", "outcome"),
+    [(0, Outcome.ACKED), (1, Outcome.REFUSED), (2, Outcome.REFUSED), (3, Outcome.REFUSED)],
 )
 def test_any_ack_ends_the_command_and_proves_the_link(status, outcome):
     s = CommandScheduler()
@@ -100,7 +103,7 @@ def test_any_ack_ends_the_command_and_proves_the_link(status, outcome):
     (frame,) = s.poll(now_ns=0).frames
     assert s.on_ack(wire(frame).seq, BY_NAME["PING"].msg_type, status, now_ns=3 * MS)
     step = s.poll(now_ns=3 * MS)
-    (_, result), = step.done
+    ((_, result),) = step.done
     assert (result.outcome, result.status, result.round_trip_ns) == (outcome, status, 3 * MS)
     assert [h.health for h in step.health] == [LinkHealth.OK]
 
@@ -268,7 +271,12 @@ class Responder:
                 self.received.append((time.monotonic_ns(), msg))
                 if not self.ignore(len(self.received) - 1):
                     ack = encode_frame(
-                        "ACK", seq=seq, t_us=seq * 1000, acked_seq=msg.seq, acked_type=msg.msg_type, status=0
+                        "ACK",
+                        seq=seq,
+                        t_us=seq * 1000,
+                        acked_seq=msg.seq,
+                        acked_type=msg.msg_type,
+                        status=0,
                     )
                     os.write(self.master, ack)
                     seq += 1
@@ -291,14 +299,18 @@ class AckFeeder:
         for raw in filter(None, frames):
             msg = parse_frame(raw)
             if isinstance(msg, Message) and msg.name == "ACK" and self.link is not None:
-                self.link.on_ack(msg.fields["acked_seq"], msg.fields["acked_type"], msg.fields["status"])
+                self.link.on_ack(
+                    msg.fields["acked_seq"], msg.fields["acked_type"], msg.fields["status"]
+                )
 
 
 @pytest.fixture
 def pty_link() -> Iterator[Callable[[Callable[[int], bool]], tuple[CommandLink, Responder, list]]]:
     master, slave = os.openpty()
     feeder = AckFeeder()
-    transport = SerialTransport(os.ttyname(slave), on_chunk=feeder, backoff=Backoff(0.01, 0.05)).open()
+    transport = SerialTransport(
+        os.ttyname(slave), on_chunk=feeder, backoff=Backoff(0.01, 0.05)
+    ).open()
     assert transport.wait_open(2.0)
     started: list = []
 
@@ -325,16 +337,23 @@ def test_healthy_hub_acks_the_first_frame(pty_link):
     assert (result.outcome, result.transmissions, result.status) == (Outcome.ACKED, 1, 0)
     assert result.round_trip_ns < ACK_TIMEOUT_NS
     ((_, msg),) = responder.received
-    assert (msg.name, msg.node, msg.flags, msg.fields["state"]) == ("SET_INDICATOR", HOST_NODE, 0, 3)
+    assert (msg.name, msg.node, msg.flags, msg.fields["state"]) == (
+        "SET_INDICATOR",
+        HOST_NODE,
+        0,
+        3,
+    )
     assert [h.health for h in health] == [LinkHealth.OK]
 
 
 def test_two_lost_frames_are_resent_with_the_same_seq_and_flag_then_acked(pty_link):
-    link, responder, health = pty_link(lambda i: i < 2)
+    link, responder, _ = pty_link(lambda i: i < 2)
     result = link.call("PING", token=0xC0FFEE, timeout_s=1.0)
     assert (result.outcome, result.transmissions) == (Outcome.ACKED, 3)
     msgs = [m for _, m in responder.received]
-    assert [(m.seq, m.flags, m.t_us) for m in msgs] == [(msgs[0].seq, f, msgs[0].t_us) for f in (0, 1, 1)]
+    assert [(m.seq, m.flags, m.t_us) for m in msgs] == [
+        (msgs[0].seq, f, msgs[0].t_us) for f in (0, 1, 1)
+    ]
     gaps_ms = [(b - a) / MS for (a, _), (b, _) in zip(responder.received, responder.received[1:])]
     assert all(40 <= g < 250 for g in gaps_ms), gaps_ms
 
@@ -349,3 +368,13 @@ def test_a_silent_hub_gets_exactly_four_frames_then_the_link_is_reported_failed(
     assert 200 * MS <= result.round_trip_ns < 600 * MS
     assert [(h.health, h.name) for h in health] == [(LinkHealth.FAILED, "REQUEST_HELLO")]
     assert link.health is LinkHealth.FAILED
+
+
+def test_commands_after_close_resolve_as_closed_instead_of_raising():
+    written: list[bytes] = []
+    link = CommandLink(written.append)
+    pending = link.ping(1)  # never started: close() must still settle it
+    link.close()
+    late = link.set_indicator("off")
+    assert [f.result(0).outcome for f in (pending, late)] == [Outcome.CLOSED, Outcome.CLOSED]
+    assert written == []

@@ -109,14 +109,16 @@ def test_chunks_after_close_are_counted_not_written(tmp_path):
 
 def test_the_transport_feeds_the_recorder_the_exact_stream(tmp_path):
     data = stream(3000)
-    with CaptureRecorder(tmp_path, rx_times=True, started=STARTED) as rec:
-        with SerialTransport("loop://", on_chunk=rec.record) as link:
-            assert link.wait_open(2.0)
-            for i in range(0, len(data), 500):
-                link.write(data[i : i + 500])
-            deadline = time.monotonic() + 2.0
-            while rec.bytes_written < len(data) and time.monotonic() < deadline:
-                time.sleep(0.01)
+    with (
+        CaptureRecorder(tmp_path, rx_times=True, started=STARTED) as rec,
+        SerialTransport("loop://", on_chunk=rec.record) as link,
+    ):
+        assert link.wait_open(2.0)
+        for i in range(0, len(data), 500):
+            link.write(data[i : i + 500])
+        deadline = time.monotonic() + 2.0
+        while rec.bytes_written < len(data) and time.monotonic() < deadline:
+            time.sleep(0.01)
     assert rec.path.read_bytes() == data
     times = read_rx_times(rec.path.with_suffix(".rxt"))
     assert times["offset"][0] == 0 and np.all(np.diff(times["offset"].astype(np.int64)) > 0)
