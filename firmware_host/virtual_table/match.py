@@ -14,7 +14,7 @@ import numpy as np
 
 from protocol.geometry import DEFAULT_TABLE, Table
 
-from .physics import PhysicsConfig
+from .physics import EV_POCKET, PhysicsConfig
 from .physics_truth import Shot, Timeline
 from .truth import MatchTruth
 
@@ -51,7 +51,7 @@ def random_match(
     rng = np.random.default_rng(seed)
     tl = Timeline(table, config or PhysicsConfig(), name=f"random-{seed}")
     end = minutes * 60.0
-    breaker = player = 1
+    breaker = 1
     tl.wait(1.0)
     while tl.t < end:
         _new_frame(tl, rng)
@@ -59,19 +59,29 @@ def random_match(
         angle = _aim_at_point(tl.sim.p[0], apex, rng.normal(0.0, 0.6))
         tl.shot(Shot(0, angle, rng.uniform(7.0, 12.0), top=rng.uniform(0.0, 0.6)),
                 pause_s=rng.uniform(3.0, 8.0), player=breaker, is_break=True)
-        player = 3 - breaker
+        player = _next_player(tl, breaker)
         while tl.t < end and tl.sim.present.sum() >= 2:
             balls = np.flatnonzero(tl.sim.present)
             cue, target = (int(b) for b in rng.choice(balls, 2, replace=False))
             shot = Shot(cue, _aim(tl, rng, cue, target), rng.uniform(0.8, 5.0), top=rng.uniform(-0.6, 1.0),
                         contact_ms=rng.uniform(1.0, 2.0))
             tl.shot(shot, pause_s=rng.uniform(5.0, 20.0), player=player)
-            player = 3 - player
+            player = _next_player(tl, player)
         if tl.t < end:
             tl.wait(rng.uniform(5.0, 10.0))
             tl.keypad("new_frame")
             breaker = 3 - breaker
-    return tl.truth()
+    return tl.truth(verdicts="judged")
+
+
+def _next_player(tl: Timeline, player: int) -> int:
+    """A legal pot keeps the turn; after a foul break the opponent accepts the position (12.2(1))."""
+    verdict = tl.judge_last()
+    potted = any(e.ball is not None and e.kind == EV_POCKET and e.t_s >= tl.shots[-1].t_start for e in tl.sim.events)
+    if verdict["break"] and verdict["verdict"] == "foul":
+        tl.wait(2.0)
+        tl.keypad("accept")
+    return player if verdict["verdict"] == "legal" and potted else 3 - player
 
 
 def _aim_at_point(src: np.ndarray, dst: np.ndarray, jitter_deg: float) -> float:

@@ -30,6 +30,7 @@ from protocol.catalogue import KEYPAD_KEYS
 from protocol.geometry import DEFAULT_TABLE, Table
 
 from .physics import EV_BALL, EV_CUSHION, EV_IMPULSE, EV_POCKET, G_MM_S2, Impulse, PhysicsConfig, Table2D
+from .physics_verdicts import judge_truth
 from .truth import MOVING, N_BALLS, MatchTruth
 
 MERGE_S = 0.001
@@ -38,7 +39,7 @@ PATH_CHORD_MM = 0.5  # largest gap between a curved path and its polyline
 KEY_CODES = {name: code for code, name in KEYPAD_KEYS.items()}
 
 # order of events that share a time: a ball stops, then the shot ends, then the next starts
-_ORDER = {"_ball_stop": 0, "shot_end": 2, "shot_start": 3, "cue_contact": 4, "_ball_start": 5, "ball_moved": 5}
+_ORDER = {"_ball_stop": 0, "shot_end": 1, "shot_start": 2, "cue_contact": 3, "_ball_start": 4, "ball_moved": 4}
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,13 @@ class _ShotRecord:
     is_break: bool
     t_end: float | None = None
     interrupted: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        s = self.shot
+        return {"shot": self.number, "player": self.player, "break": self.is_break, "ball": s.ball,
+                "angle_deg": s.angle_deg, "speed_mps": s.speed_mps, "contact_ms": s.contact_ms, "top": s.top,
+                "side_rad_s": s.side_rad_s, "double_hit_ms": s.double_hit_ms, "t_start_s": self.t_start,
+                "t_end_s": self.t_end, "interrupted": self.interrupted}
 
 
 @dataclass
@@ -205,19 +213,41 @@ class Timeline:
                 frozen[str(b)] = touching
         return {"balls": balls, "frozen": frozen}
 
-    def truth(self, *, tail_s: float = 2.0) -> MatchTruth:
-        """Everything that happened so far, as the sensor model's input."""
+    def truth(self, *, tail_s: float = 2.0, verdicts: str = "declared") -> MatchTruth:
+        """Everything that happened so far, as the sensor model's input.
+
+        ``verdicts``: ``"declared"`` the ones given with :meth:`verdict` (a
+        scenario's intent), ``"judged"`` those :func:`judge_truth` reads off
+        the truth (random matches).
+        """
         self.settle()
         sampler = self.sampler()
-        events = list(self.marks)
-        events += self._physics_events()
+        events = self._derive(sampler)
+        duration = max(self.t, max((e["t_s"] for e in events), default=0.0)) + tail_s
+        strokes = [r.as_dict() for r in self.shots]
+        chosen = list(self.verdicts)
+        if verdicts == "judged":
+            chosen = sorted(chosen + judge_truth(events, strokes, self.table), key=lambda v: v["t_s"])
+        return MatchTruth(self.table, duration, events, sampler, chosen, self.name, strokes)
+
+    def _derive(self, sampler: Sampler, t_lo: float = -math.inf) -> list[dict[str, Any]]:
+        """EVENTS.md dicts of everything from t_lo on (sampler windowed to match)."""
+        events = [m for m in self.marks if m["t_s"] >= t_lo]
+        events += [e for e in self._physics_events() if e["t_s"] >= t_lo]
         events += start_stop_events(sampler)
         events += line_events(sampler, self.table)
-        events += self._shot_events(sampler)
-        events.sort(key=lambda e: (e["t_s"], _ORDER.get(e["type"], 1)))
+        events += self._shot_events(sampler, t_lo)
+        events.sort(key=lambda e: (e["t_s"], _ORDER.get(e["type"], 5)))
         self._number(events)
-        duration = max(self.t, max((e["t_s"] for e in events), default=0.0)) + tail_s
-        return MatchTruth(self.table, duration, events, sampler, list(self.verdicts), self.name)
+        return events
+
+    def judge_last(self) -> dict[str, Any]:
+        """The verdict of the shot just played (a random match needs it to know whose turn it is)."""
+        rec = self.shots[-1]
+        sampler = Sampler.of(self.sim.segments.rows, rec.t_start)
+        events = [e for e in self._derive(sampler, rec.t_start) if e["shot"] == rec.number]
+        previous = [r.as_dict() for r in self.shots[-2:-1]]
+        return judge_truth(events, [*previous, rec.as_dict()], self.table, only_last=True)[-1]
 
     def _physics_events(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -251,14 +281,14 @@ class Timeline:
                             "colour": "coloured" if ev.ball == 0 else "white", "speed_mps": ev.speed_mps})
         return out
 
-    def _shot_events(self, sampler: Sampler) -> list[dict[str, Any]]:
+    def _shot_events(self, sampler: Sampler, t_lo: float = -math.inf) -> list[dict[str, Any]]:
         out = []
         for rec in self.shots:
+            if rec.t_start < t_lo:
+                continue
             assert rec.t_end is not None
-            before = self._layout(rec.t_start, sampler)
-            # the layout before the stroke: sample just before the tip contact
-            if rec.t_start > 0:
-                before = self._layout(math.nextafter(rec.t_start, -math.inf), sampler)
+            # the layout before the stroke: just before the tip contact
+            before = self._layout(math.nextafter(rec.t_start, -math.inf), sampler)
             out.append({"type": "shot_start", "t_s": rec.t_start, "shot": rec.number,
                         "cue_ball": rec.shot.ball, **before})
             after = self._layout(rec.t_end, sampler)
@@ -296,8 +326,14 @@ class Sampler:
     rows: list[np.ndarray]  # per ball, (k, 9) segment rows
 
     @classmethod
-    def of(cls, rows: list[list[tuple[float, ...]]]) -> Sampler:
-        arrays = [np.array(r, dtype=np.float64).reshape(-1, 9) for r in rows]
+    def of(cls, rows: list[list[tuple[float, ...]]], t_lo: float = -math.inf) -> Sampler:
+        """From the engine's segment rows; with t_lo only the rows that matter from t_lo on."""
+        arrays = []
+        for r in rows:
+            k = len(r)
+            while k > 0 and r[k - 1][0] >= t_lo:
+                k -= 1
+            arrays.append(np.array(r[max(k - 1, 0):], dtype=np.float64).reshape(-1, 9))
         return cls([a[:, 0].copy() for a in arrays], arrays)
 
     def __call__(self, t_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

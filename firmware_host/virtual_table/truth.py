@@ -54,3 +54,7 @@ class MatchTruth:
     sample: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     name: str = ""
+    # the strokes as played, one dict per shot (physics detail: shot, player, break, ball,
+    # angle_deg, speed_mps, contact_ms, top, side_rad_s, double_hit_ms, t_start_s, t_end_s,
+    # interrupted); lets a test re-judge a truth without the timeline that made it
+    strokes: list[dict[str, Any]] = field(default_factory=list)

@@ -1,0 +1,246 @@
+"""The intended verdict of a shot, read off the ground truth.
+
+Why a second referee beside ``rules/``: the virtual table must say what the
+*right* answer is, from perfect knowledge (true times, true balls, the
+stroke's real direction), so the engine can be measured against it.  It
+applies RULES.md's interpretation to truth events; the scenario library
+uses it to check that a designed shot really shows the intended situation,
+and random matches take their verdicts from it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol.geometry import Table
+
+NEAR_GAP_MM = 10.0  # rules' default: "so close that a triple contact can hardly be avoided"
+PATH_TOL_MM = 2.0
+
+
+@dataclass
+class Judgement:
+    """Fouls found, and the clauses that made the shot's result legal, in the order they happened."""
+
+    fouls: list[str] = field(default_factory=list)
+    satisfied: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return "foul" if self.fouls else "legal"
+
+
+def _xy(raw: dict[str, Any], ball: int) -> tuple[float, float] | None:
+    xy = raw.get(str(ball))
+    return (xy[0], xy[1]) if xy is not None else None
+
+
+def judge_shot(
+    events: list[dict[str, Any]],
+    table: Table,
+    *,
+    is_break: bool,
+    stroke_deg: float | None = None,
+    declared: frozenset[int] = frozenset(),
+    interrupted_previous: bool = False,
+) -> Judgement:
+    """Judge one shot from its events (``shot_start`` first, ``shot_end`` last), all of one shot."""
+    out = Judgement()
+    start = events[0]
+    end = events[-1]
+    cue = start["cue_ball"]
+    balls: dict[str, Any] = start["balls"]
+    frozen = {int(b): set(c) for b, c in start["frozen"].items()}
+    tips = [e for e in events if e["type"] == "cue_contact"]
+    if interrupted_previous:
+        out.fouls.append("14.2")
+    if is_break and cue == 0 and not table.in_house(balls["0"][0]):
+        out.fouls.append("11.3")
+    if len(tips) > 1:
+        out.fouls.append("18")
+    if any(e["type"] == "ball_moved" for e in events):
+        out.fouls.append("17")
+    first = next((e for e in events if e["type"] == "ball_contact" and cue in e["balls"]), None)
+    if first is None:
+        out.fouls.append("12.1" if is_break else "20")
+        return out
+    target = first["balls"][1] if first["balls"][0] == cue else first["balls"][0]
+    _stroke(out, tips[0], first, cue, target, balls, end.get("paths", {}), table, stroke_deg)
+    after = events[events.index(first) + 1:]  # strictly after it, though a rack's contacts share its time
+    if is_break:
+        clause = _break_clause(after, cue, table)
+        if clause:
+            out.satisfied.append(clause)
+        else:
+            out.fouls.append("12.1")
+    else:
+        out.satisfied += _item20(after, cue, target, frozen, target in declared)
+        if not out.satisfied:
+            out.fouls.append("20")
+    return out
+
+
+def _stroke(out: Judgement, tip: dict, first: dict, cue: int, target: int, balls: dict, paths: dict,
+            table: Table, stroke_deg: float | None) -> None:
+    """Items 19.1 and 19.2: the tip still on the cue ball when it met the object ball."""
+    t_end = tip["t_s"] + tip["duration_us"] / 1e6
+    if first["t_s"] > t_end:
+        return
+    cue_xy, obj_xy = _xy(balls, cue), _xy(balls, target)
+    assert cue_xy is not None and obj_xy is not None
+    dist = math.dist(cue_xy, obj_xy)
+    if dist - table.ball_mm >= NEAR_GAP_MM:
+        out.fouls.append("19.1")
+        return
+    ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
+    if stroke_deg is not None:
+        off = math.degrees(math.acos(max(-1.0, min(1.0, math.cos(math.radians(stroke_deg)) * ux
+                                                   + math.sin(math.radians(stroke_deg)) * uy))))
+        if off >= 45.0:
+            return
+    path = paths.get(str(cue), [])
+    reach = max(((x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for _, x, y in path), default=0.0)
+    if reach <= dist + PATH_TOL_MM:
+        return
+    out.fouls.append("19.2")
+
+
+def _break_clause(after: list[dict], cue: int, table: Table) -> str | None:
+    """12.1: a pot; else three object balls at cushions; else two and a centre-line crossing."""
+    if any(e["type"] == "pocket" for e in after):
+        return "12.1(1)"
+    cushioned = {e["ball"] for e in after if e["type"] == "cushion" and e["ball"] != cue}
+    if len(cushioned) >= 3:
+        return "12.1(2)"
+    crossed = any(e["type"] == "line_cross" and e["line"] == "centre" and e["ball"] != cue for e in after)
+    if len(cushioned) == 2 and crossed:
+        return "12.1(3)"
+    return None
+
+
+@dataclass
+class _Ball:
+    cushions: list[int] = field(default_factory=list)  # rebounds after the first contact, in order
+    crossed: bool = False
+    driven: list[tuple[int, tuple[int, ...], bool]] = field(default_factory=list)
+    # contacts received: (driver, the driver's rebounds before the contact, it had crossed)
+
+
+def _item20(after: list[dict], cue: int, target: int, frozen: dict[int, set[int]], declared: bool) -> list[str]:
+    """Item 20 (1)-(4) in the order note 1 demands, and note 2; the clauses met, in time order.
+
+    Note 2: the first object ball rests against a cushion (or was declared
+    to) and sends the cue ball on.  With a separate second contact the
+    ordinary (2)(b)/(3)(b)/(4)(b) chain shows it and it is labelled note 2;
+    in one contact (no second ``ball_contact``) only a declaration makes the
+    cue ball's next cushion or crossing count.
+    """
+    note2 = target in frozen or declared
+    rest_of_target = frozen.get(target, set())
+    state: dict[int, _Ball] = {}
+    found: list[str] = []
+
+    def ball(b: int) -> _Ball:
+        return state.setdefault(b, _Ball())
+
+    def chain(driver: int, x: int, plain: str) -> str:
+        return "20 note 2" if note2 and driver == target and x == cue else plain
+
+    for ev in after:
+        kind = ev["type"]
+        if kind == "pocket":
+            found.append("20(1)")
+        elif kind == "cushion":
+            x, c = ev["ball"], ev["cushion"]
+            bx = ball(x)
+            if any(c0 != c for c0 in bx.cushions):
+                found.append("20(2)(a)")
+            if bx.crossed:
+                found.append("20(3)(a)")
+            for driver, d_cush, d_crossed in bx.driven:
+                if any(c0 != c for c0 in d_cush):
+                    found.append(chain(driver, x, "20(2)(b)"))
+                if d_crossed:
+                    found.append(chain(driver, x, "20(3)(b)"))
+            if note2 and declared and x == cue and c not in rest_of_target:
+                found.append("20 note 2")
+            bx.cushions.append(c)
+        elif kind == "ball_contact":
+            a, b = ev["balls"]
+            for x, y in ((a, b), (b, a)):
+                bx = ball(x)
+                if any(c0 != c for c in frozen.get(y, ()) for c0 in bx.cushions):
+                    found.append("20(2)(c)")
+                if bx.crossed and y in frozen:
+                    found.append("20(3)(c)")
+                ball(y).driven.append((x, tuple(bx.cushions), bx.crossed))
+        elif kind == "line_cross" and ev["line"] == "centre":
+            x = ev["ball"]
+            bx = ball(x)
+            if bx.cushions:
+                found.append("20(4)(a)")
+            for driver, d_cush, _ in bx.driven:
+                if d_cush:
+                    found.append(chain(driver, x, "20(4)(b)"))
+            if note2 and declared and x == cue:
+                found.append("20 note 2")
+            bx.crossed = True
+    return found
+
+
+def judge_truth(truth_events: list[dict[str, Any]], strokes: list[dict[str, Any]], table: Table,
+                *, only_last: bool = False) -> list[dict[str, Any]]:
+    """Verdict dicts (EVENTS.md shape, ``t_s`` for ``t_us``) for the shots of a truth.
+
+    ``strokes`` are :attr:`MatchTruth.strokes`.  A ball moved outside any
+    shot is a foul of item 17 with ``shot`` null.  ``only_last``: judge the
+    last stroke only (the events hold just that shot).
+    """
+    by_shot: dict[int, list[dict[str, Any]]] = {}
+    declared: dict[int, set[int]] = {}
+    pending: set[int] = set()
+    out: list[dict[str, Any]] = []
+    for ev in truth_events:
+        if ev["type"] == "keypad" and ev["key"] == "declare_frozen":
+            pending.add(ev["arg"])
+        if ev["shot"] is None:
+            if ev["type"] == "ball_moved":
+                out.append({"kind": "verdict", "shot": None, "player": _player_at(strokes, ev["t_s"]),
+                            "t_s": ev["t_s"], "break": False, "verdict": "foul", "rules": ["17"]})
+            continue
+        if ev["type"] == "shot_start":
+            declared[ev["shot"]], pending = _declared(pending, ev), set()
+        by_shot.setdefault(ev["shot"], []).append(ev)
+    for k, rec in enumerate(strokes):
+        if only_last and k < len(strokes) - 1:
+            continue
+        j = judge_shot(by_shot[rec["shot"]], table, is_break=rec["break"], stroke_deg=rec["angle_deg"],
+                       declared=frozenset(declared.get(rec["shot"], ())),
+                       interrupted_previous=k > 0 and strokes[k - 1]["interrupted"])
+        verdict: dict[str, Any] = {"kind": "verdict", "shot": rec["shot"], "player": rec["player"],
+                                   "t_s": rec["t_end_s"], "break": rec["break"], "verdict": j.verdict,
+                                   "rules": sorted(set(j.fouls))}
+        if not j.fouls:
+            verdict["satisfied"] = j.satisfied[0]
+        out.append(verdict)
+    out.sort(key=lambda v: v["t_s"])
+    return out
+
+
+def _declared(pending: set[int], start: dict[str, Any]) -> set[int]:
+    """DECLARE_FROZEN args as ball numbers; 255 is the ball nearest the cue ball."""
+    balls = {int(b): xy for b, xy in start["balls"].items()}
+    cue_xy = balls.get(start["cue_ball"])
+    out = {a for a in pending if a != 255}
+    if 255 in pending and cue_xy is not None:
+        others = [b for b in balls if b != start["cue_ball"]]
+        if others:
+            out.add(min(others, key=lambda b: math.dist(balls[b], cue_xy)))
+    return out
+
+
+def _player_at(strokes: list[dict[str, Any]], t_s: float) -> int:
+    done = [r for r in strokes if r["t_start_s"] <= t_s]
+    return done[-1]["player"] if done else 1
