@@ -26,6 +26,25 @@ from .shot import Event, Finding, Shot, ball_name, result_findings, stroke_findi
 
 Line = dict[str, Any]
 
+# The keys the engine needs beyond t_us and type (EVENTS.md); others are read with defaults.
+NEEDED_KEYS = {
+    "ball_contact": ("balls",),
+    "cushion": ("ball", "cushion"),
+    "pocket": ("ball", "pocket"),
+    "line_cross": ("ball", "line"),
+}
+
+
+def missing_keys(event: Event) -> list[str]:
+    """The keys an event lacks for the engine to use it (t_us and type first)."""
+    need = ("t_us", "type", *NEEDED_KEYS.get(event.get("type"), ()))  # type: ignore[arg-type]
+    missing = [key for key in need if key not in event]
+    if not missing and event["type"] == "ball_contact" and not (
+        isinstance(event["balls"], list) and len(event["balls"]) == 2
+    ):
+        missing.append("two balls")
+    return missing
+
 TWELVE_TWO = {
     "accept": "12.2(1): the opponent accepts the position and plays on",
     "offender_continues": "12.2(2): the opponent accepts the position, the offender plays on",
@@ -90,7 +109,10 @@ class Referee:
         return SensorSet(self._nodes - self._down)
 
     def feed(self, event: Event) -> list[Line]:
-        handler: Callable[[Event], list[Line]] | None = getattr(self, f"_on_{event.get('type')}", None)
+        missing = missing_keys(event)
+        if missing:  # errors as values: the live path never dies of one bad event
+            return [_notice(event, "", f"{event.get('type')} event without {', '.join(missing)}: ignored")]
+        handler: Callable[[Event], list[Line]] | None = getattr(self, f"_on_{event['type']}", None)
         return handler(event) if handler else []
 
     def finish(self) -> list[Line]:
@@ -163,10 +185,14 @@ class Referee:
         return min(others, key=lambda b: math.dist(pos[b], pos[cue])) if others else None
 
     def _collect(self, ev: Event) -> list[Line]:
-        if self.shot is not None:
+        # A tip contact of the next shot may come before that shot's shot_start at the same t_us.
+        next_tip = ev["type"] == "cue_contact" and (
+            self.shot is None or ev.get("shot") not in (None, self.shot.number)
+        )
+        if next_tip:
+            self._early_tips.append(ev)
+        elif self.shot is not None:
             self.shot.events.append(ev)
-        elif ev["type"] == "cue_contact":
-            self._early_tips.append(ev)  # its shot_start comes next, at the same t_us
         return []
 
     _on_cue_contact = _on_ball_contact = _on_cushion = _on_pocket = _on_line_cross = _collect
@@ -352,4 +378,4 @@ def _between(verdict: str, player: int, ev: Event, findings: list[Finding]) -> L
 
 
 def _notice(ev: Event, rule: str, reason: str) -> Line:
-    return {"kind": "notice", "t_us": ev["t_us"], "rules": [rule] if rule else [], "reason": reason}
+    return {"kind": "notice", "t_us": ev.get("t_us"), "rules": [rule] if rule else [], "reason": reason}

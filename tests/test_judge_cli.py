@@ -61,6 +61,7 @@ GOOD = {"t_us": 100, "type": "boot", "shot": None, "nodes": ["hub", "rails", "po
         ("not an object", [json.dumps(GOOD), "[1, 2]"], "line 2: not a JSON object"),
         ("no t_us", [json.dumps(GOOD), json.dumps({"type": "cushion"})], "line 2: no 't_us'"),
         ("no type", [json.dumps({"t_us": 5})], "line 1: no 'type'"),
+        ("a cushion without its keys", [json.dumps({"t_us": 5, "type": "cushion"})], "line 1: no 'ball', 'cushion'"),
         ("t_us not an integer", [json.dumps({"t_us": "5", "type": "boot"})], "line 1: t_us '5' is not an integer"),
         ("out of time order", [json.dumps(GOOD), "", json.dumps(GOOD | {"t_us": 99})], "line 3: t_us 99 is earlier"),
     ],

@@ -191,3 +191,19 @@ def test_declare_frozen_255_means_the_ball_nearest_the_cue_ball() -> None:
     m = Match().broken().key("declare_frozen", 255).shot(balls=balls).hit(0, 7).cushion(0, 1).end()
     assert verdicts(m.events)[-1]["verdict"] == "foul"
 
+
+
+def test_a_malformed_event_is_a_notice_not_a_crash() -> None:
+    m = Match().broken().shot().hit(0, 7).add("cushion", ball=7).cushion(7, 1).cushion(7, 3).end()
+    lines = judge(m.events)
+    assert "cushion event without cushion: ignored" in [n["reason"] for n in lines if n["kind"] == "notice"]
+    assert lines[-1]["satisfied"] == "20(2)(a)"
+
+
+def test_the_next_shots_tip_contact_may_come_before_its_shot_start() -> None:
+    m = Match().broken().shot().hit(0, 7).pot(7, 1).end(interrupted=True)
+    m.add("cue_contact", 0, shot=3, duration_us=1000, force_n=20.0)
+    m.shot(dt=0).events.pop()  # the builder's own tip contact: this one came first
+    m.hit(0, 5).pot(5, 0).end()
+    shots = verdicts(m.events)
+    assert [(v["shot"], v["rules"]) for v in shots[-2:]] == [(2, []), (3, ["14.2"])]

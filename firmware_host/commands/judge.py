@@ -1,8 +1,9 @@
 """Judge ordered events (JSON Lines, EVENTS.md) and print verdicts and notices.
 
 Reads a file or ``-`` (stdin).  A line that is not a JSON object with an
-integer ``t_us`` and a ``type``, or an event earlier than the one before
-it, is unusable input: one line on stderr naming the line, exit status 2
+integer ``t_us``, a ``type`` and the keys its type needs (e.g. a cushion's
+``ball`` and ``cushion``), or an event earlier than the one before it, is
+unusable input: one line on stderr naming the line, exit status 2
 (events are never re-sorted: order is what the rules judge).
 """
 
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     from firmware_host.cliutil import UsageError, open_text
     from rules.config import RulesConfig
-    from rules.referee import Referee
+    from rules.referee import Referee, missing_keys
 
     referee = Referee(config=RulesConfig(discipline=args.discipline))
     write = sys.stdout.write
@@ -43,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"{where}: not JSON ({exc.msg})") from None
             if not isinstance(event, dict):
                 raise UsageError(f"{where}: not a JSON object")
-            for key in ("t_us", "type"):
-                if key not in event:
-                    raise UsageError(f"{where}: no {key!r}")
+            missing = missing_keys(event)
+            if missing:
+                raise UsageError(f"{where}: no {', '.join(repr(k) for k in missing)}")
             t_us = event["t_us"]
             if not isinstance(t_us, int) or isinstance(t_us, bool):
                 raise UsageError(f"{where}: t_us {t_us!r} is not an integer")
