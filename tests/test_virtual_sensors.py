@@ -16,6 +16,7 @@ import pytest
 from firmware_host.virtual_table.capture import load_frame_truth, simulate, truth_lines
 from firmware_host.virtual_table.clocks import WRAP
 from firmware_host.virtual_table.faults import FaultPlan
+from firmware_host.virtual_table.scenarios import random_match
 from firmware_host.virtual_table.hub import (
     ACK_BAD_ARGUMENT,
     ACK_OK,
@@ -28,10 +29,14 @@ from firmware_host.virtual_table.sensors import (
     DAMAGED,
     FALSE_CLICK,
     LATE_BEACON,
-    PLAIN,
     RING_DOWN,
     SENSOR_SETS,
+    acoustic,
+    cue,
+    lines,
+    pockets,
     rails,
+    tracker,
 )
 from firmware_host.virtual_table.truth import MOVING, OCCLUDED, MatchTruth
 from protocol.catalogue import BY_NAME
@@ -95,10 +100,15 @@ def rolling_match(shots: int, speed_mps: float = 1.5) -> MatchTruth:
 
 
 @pytest.fixture(scope="module")
-def ten_minutes(tmp_path_factory):
-    """A 10-minute full-sensor capture with its truth files, decoded as a host would."""
+def match10():
+    return random_match(seed=3, minutes=10)
+
+
+@pytest.fixture(scope="module")
+def ten_minutes(tmp_path_factory, match10):
+    """A random 10-minute full-sensor match: capture and truth files, decoded as a host would."""
     out = tmp_path_factory.mktemp("sim")
-    wire = simulate(rolling_match(60), HubConfig(seed=7), out / "c.bin", out / "truth.jsonl", out / "frames.npz")
+    wire = simulate(match10, HubConfig(seed=7), out / "c.bin", out / "truth.jsonl", out / "frames.npz")
     data = (out / "c.bin").read_bytes()
     frames, clocks = load_frame_truth(out / "frames.npz")
     lines = [json.loads(line) for line in (out / "truth.jsonl").read_text().splitlines()]
@@ -114,7 +124,7 @@ def test_ten_minute_capture_has_no_bad_frames_and_no_losses(ten_minutes):
     assert decoded.stats.bad == {} and decoded.stats.lost == {} and decoded.stats.unknown == 0
     assert decoded.stats.frames == len(frames) == len(wire.chunks)
     assert set(decoded.stats.per_type) >= {"HELLO", "HEARTBEAT", "CLOCK_SYNC", "CUE_CONTACT", "CUSHION_HIT",
-                                          "BALL_TRACK", "LINE_CROSS", "BALL_CLICK", "KEYPAD", "LOG"}
+                                          "BALL_TRACK", "LINE_CROSS", "BALL_CLICK", "LOG"}
 
 
 def test_frame_truth_matches_the_capture_byte_for_byte(ten_minutes):
@@ -151,7 +161,7 @@ def test_every_clock_drift_fit_from_clock_sync_is_the_configured_one(ten_minutes
         node = _unwrap(mine["peer_t_us"]).astype(float)
         x = (hub - hub[0]) / 1e6
         fit = np.polyfit(x, node - hub, 2)
-        good = np.abs(node - hub - np.polyval(fit, x)) < 100  # the cue's late retries are outliers
+        good = np.abs(node - hub - np.polyval(fit, x)) < 500  # the cue's late retries (1-5 ms) are outliers
         fit = np.polyfit(x[good], (node - hub)[good], 2)
         mid = x[good].mean()
         fitted_ppm = 2 * fit[0] * mid + fit[1]  # d(node - hub)/d(hub s) in µs/s
@@ -173,30 +183,30 @@ def test_clock_sync_delays_are_positive_and_the_cue_retries_5_percent(ten_minute
 
 
 def test_rates_of_the_periodic_frames(ten_minutes):
-    _, decoded, _, _, _ = ten_minutes
+    wire, decoded, _, _, _ = ten_minutes
+    seconds = wire.end_s - wire.start_s
     per_type = decoded.stats.per_type
-    assert per_type["HEARTBEAT"] == pytest.approx(601, abs=2)
-    assert per_type["BALL_TRACK"] == pytest.approx(601 * 120, rel=0.002)
+    assert per_type["HEARTBEAT"] == pytest.approx(seconds, abs=2)
+    assert per_type["BALL_TRACK"] == pytest.approx((seconds - 1.5) * 120, rel=0.002)
     sync = decoded.tables["CLOCK_SYNC"]
     counts = np.bincount(sync["peer"], minlength=8)
-    assert counts[3] >= 10 * 600 and all(counts[p] >= 4 * 600 for p in (1, 2, 4, 5, 6, 7))
+    assert counts[3] >= 10 * (seconds - 1) and all(counts[p] >= 4 * (seconds - 1) for p in (1, 2, 4, 5, 6, 7))
 
 
 @pytest.mark.parametrize(
-    ("msg", "sigma_us"),
-    [("CUSHION_HIT", 50), ("CUE_CONTACT", 10), ("LINE_CROSS", 100), ("BALL_TRACK", 100)],
+    ("model", "sigma_us"),
+    [(rails, 50), (pockets, 100), (cue, 10), (lines, 100), (acoustic, 30), (tracker, 100)],
 )
-def test_onset_jitter_is_the_datasheet_sigma(msg, sigma_us):
-    match = rolling_match(2)
-    stamp, event = [], []
-    for seed in range(40 if msg != "BALL_TRACK" else 1):
-        wire = build_wire(match, HubConfig(seed=seed))
-        rows = wire.truth[(wire.truth["msg_type"] == BY_NAME[msg].msg_type) & (wire.truth["note"] == PLAIN)]
-        stamp.append(rows["stamp_hub_us"])
-        event.append(rows["event_hub_us"])
-    jitter = np.concatenate(stamp) - np.concatenate(event)
-    assert np.std(jitter) == pytest.approx(sigma_us, rel=0.35)
-    assert abs(np.mean(jitter)) < sigma_us
+def test_onset_jitter_is_the_datasheet_sigma(match10, model, sigma_us):
+    jitter: list[np.ndarray] = []
+    rng = np.random.default_rng(5)
+    while sum(map(len, jitter)) < 300:
+        batch = model(match10, rng) if model is not tracker else model(rolling_match(1), rng)
+        plain = ~np.isin(batch.note, (FALSE_CLICK, RING_DOWN))  # their stamp is not an onset
+        jitter.append((batch.stamp_s - batch.event_s)[plain] * 1e6)
+    every = np.concatenate(jitter)
+    assert np.std(every) == pytest.approx(sigma_us, rel=0.2)
+    assert abs(np.mean(every)) < sigma_us / 4
 
 
 def test_ring_down_retriggers_follow_their_impact(ten_minutes):
@@ -223,9 +233,21 @@ def test_amplitude_grows_with_normal_speed():
     assert amp[0] < amp[1] < amp[2] <= 4095
 
 
-def test_tracker_occludes_balls_near_the_player_at_shot_time(ten_minutes):
+def test_tracker_occlusions_come_only_around_strokes(ten_minutes):
+    _, _, frames, _, lines = ten_minutes
+    track = frames[frames["msg_type"] == BY_NAME["BALL_TRACK"].msg_type]
     _, decoded, _, _, _ = ten_minutes
-    track = decoded.tables["BALL_TRACK"]
+    hidden = ((decoded.tables["BALL_TRACK"]["balls"]["state"] & OCCLUDED) != 0).any(1)
+    assert hidden.sum() > 100
+    strokes = np.array([line["t_us"] for line in lines if line.get("type") == "cue_contact"], float)
+    t = track["event_hub_us"][hidden]
+    lead = strokes[None, :] - t[:, None]  # a player leans in up to 2.5 s before and 0.4 s after
+    assert np.all(((lead >= -0.45e6) & (lead <= 2.55e6)).any(1))
+
+
+def test_tracker_occludes_balls_near_the_player_at_shot_time():
+    wire = build_wire(rolling_match(3), HubConfig(seed=2))
+    track = decode_capture(b"".join(wire.chunks)).tables["BALL_TRACK"]
     state = track["balls"]["state"]
     ball = track["balls"]["ball"]
     occluded = (state & OCCLUDED) != 0
@@ -250,21 +272,34 @@ def test_tracker_rate_option(hz):
     assert np.median(np.diff(rows["event_hub_us"])) == pytest.approx(1e6 / hz, rel=1e-3)
 
 
-def test_line_curtain_reports_both_crossings_with_occlusion_length(ten_minutes):
-    _, decoded, _, _, _ = ten_minutes
+def test_line_curtain_reports_every_crossing(ten_minutes):
+    _, decoded, _, _, lines = ten_minutes
     cross = decoded.tables["LINE_CROSS"]
+    truth = [line for line in lines if line.get("type") == "line_cross"]
+    reported = np.count_nonzero(cross["direction"] != 2)
+    assert abs(reported - len(truth)) <= 2  # a ball stopping within 1 mm of a line may go either way
+    assert set(np.unique(cross["line"])) == {0, 1}
+
+
+def test_line_curtain_reports_both_crossings_with_occlusion_length():
+    wire = build_wire(rolling_match(6), HubConfig(seed=2, sensors="middle"))
+    cross = decode_capture(b"".join(wire.chunks)).tables["LINE_CROSS"]
     assert set(np.unique(cross["direction"])) <= {0, 1, 2}
-    assert np.count_nonzero(cross["direction"] == 1) == np.count_nonzero(cross["direction"] == 0) == 60
+    assert np.count_nonzero(cross["direction"] == 1) == np.count_nonzero(cross["direction"] == 0) == 6
     # 68 mm of ball body at 1.5 m/s shadows the curtain for ~45 ms
     assert np.median(cross["duration_us"]) == pytest.approx(68 / 1.5 * 1000, rel=0.03)
     assert np.all(cross["pos_mm"] == 889)
 
 
-def test_false_clicks_about_one_a_minute(ten_minutes):
-    _, _, frames, _, _ = ten_minutes
+def test_clicks_for_contacts_and_about_one_false_click_a_minute(ten_minutes):
+    _, _, frames, _, lines = ten_minutes
     clicks = frames[frames["msg_type"] == BY_NAME["BALL_CLICK"].msg_type]
-    assert np.all(clicks["note"] == FALSE_CLICK)  # the rolling match has no ball contacts
-    assert 3 <= len(clicks) <= 20
+    false = clicks["note"] == FALSE_CLICK
+    assert 3 <= false.sum() <= 20
+    contacts = [line for line in lines if line.get("type") == "ball_contact"]
+    assert 0.95 * len(contacts) <= (~false).sum() <= len(contacts)
+    jitter = clicks["stamp_hub_us"][~false] - clicks["event_hub_us"][~false]
+    assert np.std(jitter) == pytest.approx(30, rel=0.3)
 
 
 @pytest.mark.parametrize("sensors", list(SENSOR_SETS))
@@ -298,11 +333,17 @@ def test_truth_file_is_events_with_hub_times_and_verdicts(ten_minutes):
     assert all("t_s" not in line for line in lines)
     t = [line["t_us"] for line in lines]
     assert t == sorted(t)
+    assert [line.get("type") for line in lines].count("boot") == 1 and "boot_id" in lines[0]
+
+
+def test_truth_file_carries_the_intended_verdicts(tmp_path):
+    simulate(rolling_match(3), HubConfig(), tmp_path / "c.bin", tmp_path / "t.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     verdicts = [line for line in lines if line.get("kind") == "verdict"]
-    assert len(verdicts) == 60
+    assert [v["shot"] for v in verdicts] == [1, 2, 3]
     cue = [line for line in lines if line.get("type") == "cue_contact"]
-    hub = wire.timeline.boots[0].clocks[0]
-    assert cue[0]["t_us"] == round(float(hub.ticks(1.0)))
+    build = build_wire(rolling_match(3), HubConfig())
+    assert cue[0]["t_us"] == round(float(build.timeline.boots[0].clocks[0].ticks(1.0)))
 
 
 def test_hub_reboot_resets_clocks_counters_and_says_hello_again():

@@ -54,7 +54,8 @@ def truth_lines(match: MatchTruth, wire: Wire) -> list[dict[str, Any]]:
         for t, status in ((off + OFFLINE_NOTICE_S, "offline"), (on, "online")):
             timed.append((t, {"type": "node_status", "shot": None, "node": NODE_NAMES[node], "status": status}))
     for event in match.events:
-        if not event["type"].startswith("_"):
+        # physics detail and the physics' own boot (the hub's, with its boot_id, replaces it)
+        if not event["type"].startswith("_") and event["type"] != "boot":
             timed.append((event["t_s"], {k: v for k, v in event.items() if k != "t_s"}))
     for verdict in match.verdicts:
         line = {k: v for k, v in verdict.items() if k not in ("t_s", "evidence_s")}
