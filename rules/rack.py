@@ -82,7 +82,9 @@ def check_rack(
         return RackCheck(expected, len(whites), tuple((b, math.inf) for b in sorted(whites)))
     places = rack_positions(len(whites), table)
     pairs = sorted(
-        (math.dist(xy, place), ball, i) for ball, xy in whites.items() for i, place in enumerate(places)
+        (math.dist(xy, place), ball, i)
+        for ball, xy in whites.items()
+        for i, place in enumerate(places)
     )
     taken: set[int] = set()
     gap: dict[int, float] = {}

@@ -22,7 +22,7 @@ from protocol.geometry import DEFAULT_TABLE, Table
 
 from .config import SENSOR_NODES, RulesConfig, SensorSet
 from .rack import MAX_BALLS, check_rack
-from .shot import Event, Finding, Shot, ball_name, result_findings, stroke_findings
+from .shot import Event, Finding, Shot, ball_name, positions_of, result_findings, stroke_findings
 
 Line = dict[str, Any]
 
@@ -39,11 +39,14 @@ def missing_keys(event: Event) -> list[str]:
     """The keys an event lacks for the engine to use it (t_us and type first)."""
     need = ("t_us", "type", *NEEDED_KEYS.get(event.get("type"), ()))  # type: ignore[arg-type]
     missing = [key for key in need if key not in event]
-    if not missing and event["type"] == "ball_contact" and not (
-        isinstance(event["balls"], list) and len(event["balls"]) == 2
+    if (
+        not missing
+        and event["type"] == "ball_contact"
+        and not (isinstance(event["balls"], list) and len(event["balls"]) == 2)
     ):
         missing.append("two balls")
     return missing
+
 
 TWELVE_TWO = {
     "accept": "12.2(1): the opponent accepts the position and plays on",
@@ -64,7 +67,9 @@ class MatchState:
     frame: int = 1
     to_play: int = 1
     breakers: dict[int, int] = field(default_factory=dict)  # frame -> who broke it (last break)
-    pocketed: dict[int, list[int | None]] = field(default_factory=lambda: {1: [], 2: []})  # this frame
+    pocketed: dict[int, list[int | None]] = field(
+        default_factory=lambda: {1: [], 2: []}
+    )  # this frame
     penalties: dict[int, int] = field(default_factory=lambda: {1: 0, 2: 0})  # balls gained by fouls
     break_pending: str | None = "boot"  # "boot": a break if it looks like one; "keypad": a break
     awaiting_choice: int | None = None  # the offender of an illegal break, until 12.2 is chosen
@@ -111,7 +116,11 @@ class Referee:
     def feed(self, event: Event) -> list[Line]:
         missing = missing_keys(event)
         if missing:  # errors as values: the live path never dies of one bad event
-            return [_notice(event, "", f"{event.get('type')} event without {', '.join(missing)}: ignored")]
+            return [
+                _notice(
+                    event, "", f"{event.get('type')} event without {', '.join(missing)}: ignored"
+                )
+            ]
         handler: Callable[[Event], list[Line]] | None = getattr(self, f"_on_{event['type']}", None)
         return handler(event) if handler else []
 
@@ -128,14 +137,18 @@ class Referee:
         self._down.clear()
         size = ev.get("table") or {}
         if size:
-            self.table = Table(float(size["length_mm"]), float(size["width_mm"]), float(size["ball_mm"]))
+            self.table = Table(
+                float(size["length_mm"]), float(size["width_mm"]), float(size["ball_mm"])
+            )
         if self.state.break_pending is None:
             self.state.break_pending = "boot"
         return out
 
     def _on_node_status(self, ev: Event) -> list[Line]:
         node = ev.get("node")
-        name = SENSOR_NODES[node] if isinstance(node, int) and 0 <= node < len(SENSOR_NODES) else node
+        name = (
+            SENSOR_NODES[node] if isinstance(node, int) and 0 <= node < len(SENSOR_NODES) else node
+        )
         (self._down.discard if ev.get("status") == "online" else self._down.add)(name)
         return []
 
@@ -147,10 +160,12 @@ class Referee:
             self._interrupted = ev
             out += self._close(self.shot)
         st = self.state
-        pos = {int(b): (float(xy[0]), float(xy[1])) for b, xy in (ev.get("balls") or {}).items()}
+        pos = positions_of(ev.get("balls"))
         is_break = st.break_pending == "keypad"
         if not is_break and self.sensors.tracker and pos:
-            is_break = check_rack(pos, st.rack_n, self.table, self.config.rack_tolerance_mm).looks_racked
+            is_break = check_rack(
+                pos, st.rack_n, self.table, self.config.rack_tolerance_mm
+            ).looks_racked
         elif not is_break:
             is_break = st.break_pending == "boot"
         if is_break and st.break_pending != "keypad" and self._played:
@@ -159,18 +174,32 @@ class Referee:
             out += self._check_rack(ev, pos)
             st.breakers[st.frame] = st.to_play
         shot = Shot(ev.get("shot"), st.to_play, is_break, ev, ball_mm=self.table.ball_mm)
-        shot.declared = {self._nearest(pos, ev.get("cue_ball")) if b is None else b for b in self._declared}
+        shot.declared = {
+            self._nearest(pos, ev.get("cue_ball")) if b is None else b for b in self._declared
+        }
         shot.events += self._early_tips
         if self._interrupted is not None:
             shot.fouls.append(
-                Finding("14.2", "the tip struck before every ball of the previous shot had stopped",
-                        (self._interrupted["t_us"], ev["t_us"]))
+                Finding(
+                    "14.2",
+                    "the tip struck before every ball of the previous shot had stopped",
+                    (self._interrupted["t_us"], ev["t_us"]),
+                )
             )
         cue_xy = pos.get(0)
-        if is_break and st.warned_11_3 is not None and cue_xy and not self.table.in_house(cue_xy[0]):
+        if (
+            is_break
+            and st.warned_11_3 is not None
+            and cue_xy
+            and not self.table.in_house(cue_xy[0])
+        ):
             shot.fouls.append(
-                Finding("11.3", f"the coloured ball was played from outside the house (x = {cue_xy[0]:.0f} mm) "
-                        "after the warning", (st.warned_11_3, ev["t_us"]))
+                Finding(
+                    "11.3",
+                    f"the coloured ball was played from outside the house (x = {cue_xy[0]:.0f} mm) "
+                    "after the warning",
+                    (st.warned_11_3, ev["t_us"]),
+                )
             )
         self.shot, self._played = shot, True
         self._declared, self._early_tips, self._interrupted = set(), [], None
@@ -211,8 +240,13 @@ class Referee:
         result = result_findings(shot, self.sensors, self.config, self.table)
         fouls = shot.fouls + stroke.fouls + result.fouls
         still_open = stroke.open + result.open
-        line: Line = {"kind": "verdict", "shot": shot.number, "player": shot.player, "t_us": shot.t_us,
-                      "break": shot.is_break}
+        line: Line = {
+            "kind": "verdict",
+            "shot": shot.number,
+            "player": shot.player,
+            "t_us": shot.t_us,
+            "break": shot.is_break,
+        }
         if fouls:
             line |= _lines("foul", fouls)
             if still_open:
@@ -221,7 +255,10 @@ class Referee:
             line |= _lines("referee", still_open)
         else:
             assert result.satisfied is not None
-            line |= _lines("legal", [result.satisfied]) | {"rules": [], "satisfied": result.satisfied.rule}
+            line |= _lines("legal", [result.satisfied]) | {
+                "rules": [],
+                "satisfied": result.satisfied.rule,
+            }
         line["reason"] += note
         before = copy.deepcopy(self.state)
         self._apply(shot, line["verdict"], result.pocketed)
@@ -258,21 +295,29 @@ class Referee:
             return []  # racking (11.5), or the penalty ball being taken
         player = st.to_play
         self._foul(player, False)
-        return [_between("foul", player, ev, [Finding("17", reason + " between shots", (ev["t_us"],))])]
+        return [
+            _between("foul", player, ev, [Finding("17", reason + " between shots", (ev["t_us"],))])
+        ]
 
     def _on_rest(self, ev: Event) -> list[Line]:
         st = self.state
         if not st.break_pending or not self.sensors.tracker:
             return []
-        pos = {int(b): (float(xy[0]), float(xy[1])) for b, xy in (ev.get("balls") or {}).items()}
+        pos = positions_of(ev.get("balls"))
         out = self._check_rack(ev, pos)
         cue_xy = pos.get(0)
         if cue_xy is None or self.table.in_house(cue_xy[0]):
             st.warned_11_3 = None
         elif st.warned_11_3 is None:
             st.warned_11_3 = ev["t_us"]
-            out.append(_notice(ev, "11.3", f"the coloured ball is outside the house (x = {cue_xy[0]:.0f} mm, "
-                               f"house line at {self.table.house_line_x:.0f} mm)"))
+            out.append(
+                _notice(
+                    ev,
+                    "11.3",
+                    f"the coloured ball is outside the house (x = {cue_xy[0]:.0f} mm, "
+                    f"house line at {self.table.house_line_x:.0f} mm)",
+                )
+            )
         return out
 
     def _check_rack(self, ev: Event, pos: dict[int, tuple[float, float]]) -> list[Line]:
@@ -304,7 +349,13 @@ class Referee:
             return [_notice(ev, "13", f"frame {st.frame}: player {st.to_play} breaks")]
         if key == "declare_frozen":
             if self.shot is not None:
-                return [_notice(ev, "20", "a ball declared frozen after the stroke does not count (20 note 2)")]
+                return [
+                    _notice(
+                        ev,
+                        "20",
+                        "a ball declared frozen after the stroke does not count (20 note 2)",
+                    )
+                ]
             self._declared.add(None if arg == 255 else arg)
             return []
         if key == "referee_foul":
@@ -317,9 +368,15 @@ class Referee:
         st = self.state
         offender = st.awaiting_choice
         if offender is None:
-            return [_notice(ev, "12.2", f"{TWELVE_TWO[key]} — but no illegal break awaits a choice; ignored")]
+            return [
+                _notice(
+                    ev, "12.2", f"{TWELVE_TWO[key]} — but no illegal break awaits a choice; ignored"
+                )
+            ]
         st.awaiting_choice = None
-        player = offender if key in ("offender_continues", "rerack_offender_breaks") else other(offender)
+        player = (
+            offender if key in ("offender_continues", "rerack_offender_breaks") else other(offender)
+        )
         st.to_play = player
         text = f"{TWELVE_TWO[key]}; player {player} plays"
         if key.startswith("rerack"):
@@ -335,7 +392,7 @@ class Referee:
             self.shot.fouls.append(finding)
             return []
         if self._last is not None:
-            shot, line, _, before = self._last
+            shot, _line, _, before = self._last
             self.state = copy.deepcopy(before)
             self._foul(shot.player, shot.is_break)
             player = shot.player
@@ -350,9 +407,16 @@ class Referee:
         shot, line, pocketed, before = self._last
         self.state = copy.deepcopy(before)
         self._apply(shot, "legal", pocketed)
-        cleared = Finding("", f"the referee cleared shot {shot.number} (was {line['verdict']}: "
-                              f"{', '.join(line['rules']) or line.get('satisfied')})", (ev["t_us"],))
-        out = _between("legal", shot.player, ev, [cleared]) | {"overrules": shot.number, "satisfied": None}
+        cleared = Finding(
+            "",
+            f"the referee cleared shot {shot.number} (was {line['verdict']}: "
+            f"{', '.join(line['rules']) or line.get('satisfied')})",
+            (ev["t_us"],),
+        )
+        out = _between("legal", shot.player, ev, [cleared]) | {
+            "overrules": shot.number,
+            "satisfied": None,
+        }
         out["reason"] = cleared.reason
         return [out]
 
@@ -372,10 +436,19 @@ def _lines(verdict: str, findings: list[Finding]) -> Line:
 
 def _between(verdict: str, player: int, ev: Event, findings: list[Finding]) -> Line:
     """A verdict outside any shot: a ball touched between shots, a referee call."""
-    return {"kind": "verdict", "shot": None, "player": player, "t_us": ev["t_us"], "break": False} | _lines(
-        verdict, findings
-    )
+    return {
+        "kind": "verdict",
+        "shot": None,
+        "player": player,
+        "t_us": ev["t_us"],
+        "break": False,
+    } | _lines(verdict, findings)
 
 
 def _notice(ev: Event, rule: str, reason: str) -> Line:
-    return {"kind": "notice", "t_us": ev.get("t_us"), "rules": [rule] if rule else [], "reason": reason}
+    return {
+        "kind": "notice",
+        "t_us": ev.get("t_us"),
+        "rules": [rule] if rule else [],
+        "reason": reason,
+    }

@@ -2,9 +2,9 @@
 
 Every check returns :class:`Finding` values instead of deciding alone: a
 foul, an item the sensors present leave open, or the clause that made the
-shot legal.  :func:`judge_shot` folds them into one EVENTS.md verdict, so
-several fouls in one shot are all listed and a foul that is certain is not
-hidden behind an item the sensors could not decide.
+shot legal.  The referee folds them into one EVENTS.md verdict, so several
+fouls in one shot are all listed and a foul that is certain is not hidden
+behind an item the sensors could not decide.
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ class Shot:
     events: list[Event] = field(default_factory=list)
     end: Event | None = None
     declared: set[int | None] = field(default_factory=set)  # DECLARE_FROZEN; None: nearest, unknown
-    fouls: list[Finding] = field(default_factory=list)  # decided before the shot began (14.2, 11.3)
+    fouls: list[Finding] = field(
+        default_factory=list
+    )  # 14.2, 11.3, 17, keypad calls: not from the stroke
     ball_mm: float = 68.0
 
     @property
@@ -72,11 +74,13 @@ class Shot:
         return int((self.end or self.start)["t_us"])
 
     def positions(self) -> dict[int, Point]:
-        return _balls(self.start.get("balls"))
+        return positions_of(self.start.get("balls"))
 
     def path(self, ball: int) -> list[tuple[int, float, float]]:
         paths = (self.end or {}).get("paths") or {}
-        return [(int(t), float(x), float(y)) for t, x, y in paths.get(str(ball), paths.get(ball, []))]
+        return [
+            (int(t), float(x), float(y)) for t, x, y in paths.get(str(ball), paths.get(ball, []))
+        ]
 
 
 @dataclass
@@ -87,7 +91,8 @@ class Outcome:
     pocketed: list[int | None] = field(default_factory=list)  # balls legally pocketed
 
 
-def _balls(raw: dict[str, Any] | None) -> dict[int, Point]:
+def positions_of(raw: dict[str, Any] | None) -> dict[int, Point]:
+    """An event's ``balls`` ({"7": [x, y]}) keyed by ball number."""
     return {int(b): (float(xy[0]), float(xy[1])) for b, xy in (raw or {}).items()}
 
 
@@ -156,13 +161,21 @@ def stroke_findings(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outc
     cue = shot.cue_ball
     if shot.is_break and cue not in (0, None):
         out.fouls.append(
-            Finding("11.2", f"the break was played with {ball_name(cue)}, not the coloured ball", (shot.t0,))
+            Finding(
+                "11.2",
+                f"the break was played with {ball_name(cue)}, not the coloured ball",
+                (shot.t0,),
+            )
         )
     elif not shot.is_break and config.discipline == "combined":
         if cue is None:
-            out.open.append(Finding("15", "no sensor tells which ball the tip struck (combined pyramid)"))
+            out.open.append(
+                Finding("15", "no sensor tells which ball the tip struck (combined pyramid)")
+            )
         elif cue != 0:
-            out.fouls.append(Finding("15", f"the tip struck {ball_name(cue)}, not the coloured ball", (shot.t0,)))
+            out.fouls.append(
+                Finding("15", f"the tip struck {ball_name(cue)}, not the coloured ball", (shot.t0,))
+            )
     tips = shot.tips
     if len(tips) > 1:
         gap = tips[1]["t_us"] - tips[0]["t_us"]
@@ -179,7 +192,9 @@ def stroke_findings(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outc
 
 def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> None:
     if not sensors.contact_times:
-        out.open.append(Finding("19.1", "without a ball-contact time nobody can tell a push", (shot.t0,)))
+        out.open.append(
+            Finding("19.1", "without a ball-contact time nobody can tell a push", (shot.t0,))
+        )
         return
     t0, duration = shot.t0, shot.tip_duration
     first = first_contact(shot, sensors, config)
@@ -216,7 +231,9 @@ def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> 
         if not (prolonged or (overlap and hit == ball)):
             continue
         if len(shot.path(cue)) < 2:
-            out.open.append(Finding("19.2", f"no path of the cue ball to judge the stroke at {ball_name(ball)}"))
+            out.open.append(
+                Finding("19.2", f"no path of the cue ball to judge the stroke at {ball_name(ball)}")
+            )
         else:
             out.fouls.extend(_exception_19_2(shot, ball, pos[cue], xy, config))
 
@@ -229,7 +246,9 @@ def _push_foul(shot: Shot, t_c: int) -> Finding:
     )
 
 
-def _exception_19_2(shot: Shot, ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig) -> list[Finding]:
+def _exception_19_2(
+    shot: Shot, ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig
+) -> list[Finding]:
     """No finding when 19.2 (1) (45° off the line of centres) or (2) (no follow) excuses the stroke.
 
     The initial direction is the cue ball's path from its start to the first
@@ -240,7 +259,9 @@ def _exception_19_2(shot: Shot, ball: int, cue_xy: Point, obj_xy: Point, config:
     dist = math.dist(cue_xy, obj_xy)
     ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
     start = (path[0][1], path[0][2])
-    lead = next((p for p in path[1:] if math.dist(start, (p[1], p[2])) > config.path_tolerance_mm), path[-1])
+    lead = next(
+        (p for p in path[1:] if math.dist(start, (p[1], p[2])) > config.path_tolerance_mm), path[-1]
+    )
     dx, dy = lead[1] - start[0], lead[2] - start[1]
     norm = math.hypot(dx, dy) or 1.0
     angle = math.degrees(math.acos(max(-1.0, min(1.0, (dx * ux + dy * uy) / norm))))
@@ -249,12 +270,14 @@ def _exception_19_2(shot: Shot, ball: int, cue_xy: Point, obj_xy: Point, config:
     reach = max((x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for _, x, y in path)
     if reach <= dist + config.path_tolerance_mm:
         return []
-    return [Finding(
-        "19.2",
-        f"the cue ball, close to {ball_name(ball)}, went off {angle:.0f}° from the line of centres "
-        f"and followed it {reach - dist:.0f} mm past its place",
-        (shot.t0, lead[0]),
-    )]
+    return [
+        Finding(
+            "19.2",
+            f"the cue ball, close to {ball_name(ball)}, went off {angle:.0f}° from the line of centres "
+            f"and followed it {reach - dist:.0f} mm past its place",
+            (shot.t0, lead[0]),
+        )
+    ]
 
 
 # ---------------------------------------------------------------- the result: 12.1 and 20
@@ -267,10 +290,14 @@ def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig, table: 
     if not sensors.contact_times:
         # Counted as if legal until the referee rules: the turn then follows the pots.
         out.pocketed = [e.get("ball") for e in shot.events if e["type"] == "pocket"]
-        out.open.append(Finding(item, "without a ball-contact time the result needs the referee", (shot.t0,)))
+        out.open.append(
+            Finding(item, "without a ball-contact time the result needs the referee", (shot.t0,))
+        )
         return out
     if first is None:
-        out.fouls.append(Finding(item, f"{ball_name(shot.cue_ball)} touched no object ball", (shot.t0,)))
+        out.fouls.append(
+            Finding(item, f"{ball_name(shot.cue_ball)} touched no object ball", (shot.t0,))
+        )
         return out
     i0, ev0 = first
     after = shot.events[i0 + 1 :]
@@ -298,7 +325,11 @@ def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig, table: 
             return out
     if scan.unknown:
         out.open.append(
-            Finding(item, "the tracker lost which ball some events belong to", tuple(e["t_us"] for e in scan.unknown))
+            Finding(
+                item,
+                "the tracker lost which ball some events belong to",
+                tuple(e["t_us"] for e in scan.unknown),
+            )
         )
     else:
         out.fouls.append(scan.failure())
@@ -372,7 +403,11 @@ class _BreakScan(_Scan):
         return None
 
     def failure(self) -> Finding:
-        return Finding("12.1", f"{self.history()}: no pot, too few object balls at cushions", (self.contact["t_us"],))
+        return Finding(
+            "12.1",
+            f"{self.history()}: no pot, too few object balls at cushions",
+            (self.contact["t_us"],),
+        )
 
 
 @dataclass
@@ -418,9 +453,15 @@ class _Item20Scan(_Scan):
         found = None
         other = _other(mine, c)
         if other is not None:
-            found = Finding("20(2)(a)", f"{ball_name(x)} hit cushion {other} then cushion {c}", (mine[other], t))
+            found = Finding(
+                "20(2)(a)", f"{ball_name(x)} hit cushion {other} then cushion {c}", (mine[other], t)
+            )
         elif x in self.crossed:
-            found = Finding("20(3)(a)", f"{ball_name(x)} crossed the centre line then hit cushion {c}", (self.crossed[x], t))
+            found = Finding(
+                "20(3)(a)",
+                f"{ball_name(x)} crossed the centre line then hit cushion {c}",
+                (self.crossed[x], t),
+            )
         for drive in self.drives.get(x, ()):
             if found:
                 break
@@ -447,7 +488,11 @@ class _Item20Scan(_Scan):
         mine = self.cushions.get(x, {})
         if mine:
             c = next(iter(mine))
-            found = Finding("20(4)(a)", f"{ball_name(x)} hit cushion {c} then crossed the centre line", (mine[c], t))
+            found = Finding(
+                "20(4)(a)",
+                f"{ball_name(x)} hit cushion {c} then crossed the centre line",
+                (mine[c], t),
+            )
         for drive in self.drives.get(x, ()):
             if found is None and drive.cushions:
                 c = next(iter(drive.cushions))
@@ -483,7 +528,11 @@ class _Item20Scan(_Scan):
                         (self.crossed[d], t),
                     )
             self.drives.setdefault(y, []).append(_Drive(d, dict(mine), self.crossed.get(d), t))
-        if self.note2 is not None and {a, b} == {self.cue, self.note2[0]} and self.second_contact is None:
+        if (
+            self.note2 is not None
+            and {a, b} == {self.cue, self.note2[0]}
+            and self.second_contact is None
+        ):
             self.second_contact = t
         self.moved |= {a, b}
         return found
@@ -495,11 +544,19 @@ class _Item20Scan(_Scan):
             f"and came back to {where}"
         )
         if self.second_contact is not None:
-            return Finding("20 note 2", f"{head} with two separate collisions", (self.contact["t_us"], self.second_contact, t))
+            return Finding(
+                "20 note 2",
+                f"{head} with two separate collisions",
+                (self.contact["t_us"], self.second_contact, t),
+            )
         if target in self.shot.declared or None in self.shot.declared:
-            return Finding("20 note 2", f"{head}, declared frozen before the shot", (self.contact["t_us"], t))
+            return Finding(
+                "20 note 2", f"{head}, declared frozen before the shot", (self.contact["t_us"], t)
+            )
         self.note2_miss = Finding(
-            "20", f"{head} in a single collision and {ball_name(target)} was not declared frozen", (self.contact["t_us"], t)
+            "20",
+            f"{head} in a single collision and {ball_name(target)} was not declared frozen",
+            (self.contact["t_us"], t),
         )
         return None
 

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from rules_cases.cases import CLAUSES
+from rules_cases.cli import firmware_host
 from rules_cases.events import verdicts
 
-ROOT = Path(__file__).resolve().parents[1]
 GAP = 10_000_000_000  # µs between concatenated matches, so one file stays in time order
 
 
-def judge_cli(text: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", "judge", "-", *args],
-        input=text, capture_output=True, text=True, cwd=ROOT, timeout=60,
-    )
+def judge_cli(text: str):
+    return firmware_host("judge", "-", stdin=text)
 
 
 def jsonl(events: list[dict]) -> str:
@@ -37,17 +32,16 @@ def test_judge_reproduces_every_clause_case() -> None:
     done = judge_cli(jsonl(events))
     assert done.returncode == 0, done.stderr
     got = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [(v["verdict"], v["rules"], v.get("satisfied")) for v in got if v["kind"] == "verdict"] == expected
+    assert [
+        (v["verdict"], v["rules"], v.get("satisfied")) for v in got if v["kind"] == "verdict"
+    ] == expected
 
 
 def test_judge_reads_a_file_and_takes_the_discipline(tmp_path: Path) -> None:
     combined = next(c for c in CLAUSES if c.config is not None and c.verdict == "foul")
     path = tmp_path / "events.jsonl"
     path.write_text(jsonl(combined.build().events))
-    done = subprocess.run(
-        [sys.executable, "-m", "firmware_host", "judge", str(path), "--discipline", "combined"],
-        capture_output=True, text=True, cwd=ROOT, timeout=60,
-    )
+    done = firmware_host("judge", str(path), "--discipline", "combined")
     assert json.loads(done.stdout.splitlines()[-1])["rules"] == list(combined.rules)
 
 
@@ -61,12 +55,26 @@ GOOD = {"t_us": 100, "type": "boot", "shot": None, "nodes": ["hub", "rails", "po
         ("not an object", [json.dumps(GOOD), "[1, 2]"], "line 2: not a JSON object"),
         ("no t_us", [json.dumps(GOOD), json.dumps({"type": "cushion"})], "line 2: no 't_us'"),
         ("no type", [json.dumps({"t_us": 5})], "line 1: no 'type'"),
-        ("a cushion without its keys", [json.dumps({"t_us": 5, "type": "cushion"})], "line 1: no 'ball', 'cushion'"),
-        ("t_us not an integer", [json.dumps({"t_us": "5", "type": "boot"})], "line 1: t_us '5' is not an integer"),
-        ("out of time order", [json.dumps(GOOD), "", json.dumps(GOOD | {"t_us": 99})], "line 3: t_us 99 is earlier"),
+        (
+            "a cushion without its keys",
+            [json.dumps({"t_us": 5, "type": "cushion"})],
+            "line 1: no 'ball', 'cushion'",
+        ),
+        (
+            "t_us not an integer",
+            [json.dumps({"t_us": "5", "type": "boot"})],
+            "line 1: t_us '5' is not an integer",
+        ),
+        (
+            "out of time order",
+            [json.dumps(GOOD), "", json.dumps(GOOD | {"t_us": 99})],
+            "line 3: t_us 99 is earlier",
+        ),
     ],
 )
-def test_bad_input_is_one_line_naming_the_line_and_exit_2(name: str, lines: list[str], message: str) -> None:
+def test_bad_input_is_one_line_naming_the_line_and_exit_2(
+    name: str, lines: list[str], message: str
+) -> None:
     done = judge_cli("\n".join(lines) + "\n")
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
@@ -74,8 +82,5 @@ def test_bad_input_is_one_line_naming_the_line_and_exit_2(name: str, lines: list
 
 
 def test_missing_file_is_exit_2() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "firmware_host", "judge", "/nonexistent/events.jsonl"],
-        capture_output=True, text=True, cwd=ROOT, timeout=60,
-    )
+    done = firmware_host("judge", "/nonexistent/events.jsonl")
     assert done.returncode == 2 and "/nonexistent/events.jsonl" in done.stderr

@@ -5,18 +5,14 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rules_cases.cli import firmware_host
 
 from protocol.geometry import DEFAULT_TABLE, Table
 from rules.rack import check_rack, rack_positions
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # Default table: apex row on the back mark x = 3·3569/4 = 2676.75, rows d·√3/2 = 58.8898 mm
 # apart; y = W/2 + m·d/2 = 889 + 34·m.
@@ -81,7 +77,9 @@ def _touching_triangle(table: Table, balls: list[tuple[float, float]]) -> None:
     width=st.floats(1000, 2000),
     ball=st.floats(50, 70),
 )
-def test_every_rack_is_symmetric_and_touching(n: int, length: float, width: float, ball: float) -> None:
+def test_every_rack_is_symmetric_and_touching(
+    n: int, length: float, width: float, ball: float
+) -> None:
     table = Table(length, width, ball)
     balls = rack_positions(n, table)
     mirrored = sorted((x, width - y) for x, y in balls)
@@ -98,10 +96,8 @@ def test_check_rack_finds_the_misplaced_ball_and_a_wrong_count() -> None:
     assert not check_rack(layout, 14, DEFAULT_TABLE, 10.0).ok
 
 
-def rack_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", "rack", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
-    )
+def rack_cli(*args: str):
+    return firmware_host("rack", *args)
 
 
 def test_rack_command_json_gives_the_positions() -> None:
@@ -109,7 +105,9 @@ def test_rack_command_json_gives_the_positions() -> None:
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["n"] == 12
-    assert flat(out["balls"]) == pytest.approx(flat(rack_positions(12, Table(3000, 1500, 60))), abs=1e-3)
+    assert flat(out["balls"]) == pytest.approx(
+        flat(rack_positions(12, Table(3000, 1500, 60))), abs=1e-3
+    )
 
 
 def test_rack_command_draws_the_rack() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from rules_cases.events import TABLE, W, Match, judge, racked, verdicts
+from rules_cases.events import TABLE, Match, W, judge, racked, verdicts
 
 HOUSE_X = TABLE.house_line_x
 
@@ -23,13 +23,21 @@ def rules_noticed(match: Match) -> list[str]:
     ("name", "balls", "is_break"),
     [
         ("first shot after boot from a full rack", racked(15), True),
-        ("twin: first shot after boot from a played layout (host restarted mid-frame)",
-         {0: (500.0, W / 2), 3: (1200.0, 300.0), 9: (3000.0, 1500.0)}, False),
-        ("a sloppy rack is still a rack (item 8 notices it)",
-         racked(15) | {4: (racked(15)[4][0] + 20, racked(15)[4][1])}, True),
+        (
+            "twin: first shot after boot from a played layout (host restarted mid-frame)",
+            {0: (500.0, W / 2), 3: (1200.0, 300.0), 9: (3000.0, 1500.0)},
+            False,
+        ),
+        (
+            "a sloppy rack is still a rack (item 8 notices it)",
+            racked(15) | {4: (racked(15)[4][0] + 20, racked(15)[4][1])},
+            True,
+        ),
     ],
 )
-def test_a_break_is_told_by_the_layout_with_a_tracker(name: str, balls: dict, is_break: bool) -> None:
+def test_a_break_is_told_by_the_layout_with_a_tracker(
+    name: str, balls: dict, is_break: bool
+) -> None:
     verdict = verdicts(Match().shot(balls=balls).hit(0, 1).pot(4, 2).end().events)[-1]
     assert verdict["break"] is is_break
 
@@ -58,13 +66,17 @@ def test_11_3_warning_before_the_break(name: str, x: float, warned: bool) -> Non
         ("11.3 twin: never warned counts as correctly placed", None, HOUSE_X + 300, []),
     ],
 )
-def test_11_3_foul_only_after_the_warning(name: str, corrected_x, played_x: float, rules: list[str]) -> None:
+def test_11_3_foul_only_after_the_warning(
+    name: str, corrected_x, played_x: float, rules: list[str]
+) -> None:
     m = Match()
     if rules or corrected_x is not None:
         m.rest(racked(15, (HOUSE_X + 300, W / 2)))
     if corrected_x is not None:
         m.moved(0).rest(racked(15, (corrected_x, W / 2)))
-    verdict = verdicts(m.shot(balls=racked(15, (played_x, W / 2))).hit(0, 1).pot(4, 2).end().events)[-1]
+    verdict = verdicts(
+        m.shot(balls=racked(15, (played_x, W / 2))).hit(0, 1).pot(4, 2).end().events
+    )[-1]
     assert verdict["rules"] == rules
     assert verdict["verdict"] == ("foul" if rules else "legal")
 
@@ -81,9 +93,16 @@ def test_11_5_adjusting_the_coloured_ball_before_the_break_is_no_foul() -> None:
     ("name", "layout", "expected"),
     [
         ("a full rack", racked(15), None),
-        ("twin: ball 4 20 mm off its place", racked(15) | {4: (racked(15)[4][0] + 20, racked(15)[4][1])},
-         "ball 4 is 20 mm off its place"),
-        ("a ball short", {b: xy for b, xy in racked(15).items() if b != 15}, "14 white balls on the table"),
+        (
+            "twin: ball 4 20 mm off its place",
+            racked(15) | {4: (racked(15)[4][0] + 20, racked(15)[4][1])},
+            "ball 4 is 20 mm off its place",
+        ),
+        (
+            "a ball short",
+            {b: xy for b, xy in racked(15).items() if b != 15},
+            "14 white balls on the table",
+        ),
     ],
 )
 def test_8_rack_check_before_the_break(name: str, layout: dict, expected: str | None) -> None:
@@ -110,7 +129,9 @@ def foul_break() -> Match:
         ("rerack_offender_breaks", 1, True, 14),
     ],
 )
-def test_12_2_choices_decide_who_plays_and_whether_to_rerack(key: str, player: int, is_break: bool, rack_n) -> None:
+def test_12_2_choices_decide_who_plays_and_whether_to_rerack(
+    key: str, player: int, is_break: bool, rack_n
+) -> None:
     m = foul_break().key(key)
     chosen = notices(m)[-1]
     assert chosen["rules"] == ["12.2"]
@@ -139,10 +160,22 @@ def test_13_players_break_in_turn() -> None:
 
 
 def test_turns_follow_pots_and_fouls() -> None:
-    m = (Match().broken()  # player 1 pots on the break: plays on
-         .shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end()  # legal, no pot: player 2 next
-         .shot().cushion(0, 1).end()  # player 2 fouls: player 1 next
-         .shot().hit(0, 7).pot(7, 2).end())
+    m = (
+        Match()
+        .broken()  # player 1 pots on the break: plays on
+        .shot()
+        .hit(0, 7)
+        .cushion(7, 1)
+        .cushion(7, 3)
+        .end()  # legal, no pot: player 2 next
+        .shot()
+        .cushion(0, 1)
+        .end()  # player 2 fouls: player 1 next
+        .shot()
+        .hit(0, 7)
+        .pot(7, 2)
+        .end()
+    )
     assert [v["player"] for v in verdicts(m.events)] == [1, 1, 2, 1]
 
 
@@ -154,7 +187,11 @@ def test_turns_follow_pots_and_fouls() -> None:
     [
         ("17: a ball touched between shots", lambda: Match().broken().moved(9), 1),
         ("twin: racking before the break", lambda: Match().moved(9).moved(3), 0),
-        ("twin: the penalty ball taken after a foul", lambda: Match().broken().shot().cushion(0, 1).end().moved(9), 0),
+        (
+            "twin: the penalty ball taken after a foul",
+            lambda: Match().broken().shot().cushion(0, 1).end().moved(9),
+            0,
+        ),
     ],
 )
 def test_17_between_shots(name: str, build, fouls: int) -> None:
@@ -165,7 +202,12 @@ def test_17_between_shots(name: str, build, fouls: int) -> None:
 @pytest.mark.parametrize("item", [15, 16, 17])
 def test_referee_foul_between_shots_is_a_verdict_outside_any_shot(item: int) -> None:
     line = verdicts(Match().broken().key("referee_foul", item).events)[-1]
-    assert (line["shot"], line["verdict"], line["rules"], line["player"]) == (None, "foul", [str(item)], 1)
+    assert (line["shot"], line["verdict"], line["rules"], line["player"]) == (
+        None,
+        "foul",
+        [str(item)],
+        1,
+    )
 
 
 def test_referee_foul_turns_the_last_shot_into_a_foul_and_passes_the_turn() -> None:
@@ -192,11 +234,12 @@ def test_declare_frozen_255_means_the_ball_nearest_the_cue_ball() -> None:
     assert verdicts(m.events)[-1]["verdict"] == "foul"
 
 
-
 def test_a_malformed_event_is_a_notice_not_a_crash() -> None:
     m = Match().broken().shot().hit(0, 7).add("cushion", ball=7).cushion(7, 1).cushion(7, 3).end()
     lines = judge(m.events)
-    assert "cushion event without cushion: ignored" in [n["reason"] for n in lines if n["kind"] == "notice"]
+    assert "cushion event without cushion: ignored" in [
+        n["reason"] for n in lines if n["kind"] == "notice"
+    ]
     assert lines[-1]["satisfied"] == "20(2)(a)"
 
 

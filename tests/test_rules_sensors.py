@@ -21,33 +21,92 @@ REF_12 = ("referee", ["19.1", "12.1"])
 
 # name, shot, verdict per set: full, middle (+ lines, acoustic), minimum
 SHOTS = [
-    ("double hit (18): every set", lambda: after_break().shot().tip().hit(0, 7).pot(7, 1).end(),
-     FOUL_18, FOUL_18, FOUL_18),
-    ("push (19.1): needs a ball-contact time",
-     lambda: after_break().shot(duration_us=30_000).hit(0, 7, dt=20_000).pot(7, 1).end(),
-     ("foul", ["19.1"]), ("foul", ["19.1"]), REF_20),
-    ("19.2 exception: needs the tracker", _near_stroke(AT_60),
-     ("legal", []), ("referee", ["19.2"]), REF_20),
-    ("20(1) pot after the first contact: needs its time",
-     lambda: after_break().shot().hit(0, 7).pot(7, 1).end(), ("legal", []), ("legal", []), REF_20),
-    ("20(2)(a): needs which ball hit which cushion",
-     lambda: after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end(),
-     ("legal", []), ("referee", ["20"]), REF_20),
-    ("no contact: decided once contacts are heard",
-     lambda: after_break().shot().cushion(0, 1).cushion(0, 3).end(), ("foul", ["20"]), ("foul", ["20"]), REF_20),
-    ("12.1(1) break pot", lambda: Match().shot().hit(0, 1).pot(4, 2).end(), ("legal", []), ("legal", []), REF_12),
-    ("12.1(2) break cushions",
-     lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cushion(4, 4).end(),
-     ("legal", []), ("referee", ["12.1"]), REF_12),
-    ("14.2: every set",
-     lambda: after_break().shot().hit(0, 7).pot(7, 1).end(interrupted=True).shot(dt=0).hit(0, 5).pot(5, 0).end(),
-     ("foul", ["14.2"]), ("foul", ["14.2"]), ("foul", ["14.2"])),
-    ("17: only the tracker sees a touch",
-     lambda: after_break().shot().hit(0, 7).moved(9).pot(7, 1).end(), ("foul", ["17"]), ("legal", []), REF_20),
+    (
+        "double hit (18): every set",
+        lambda: after_break().shot().tip().hit(0, 7).pot(7, 1).end(),
+        FOUL_18,
+        FOUL_18,
+        FOUL_18,
+    ),
+    (
+        "push (19.1): needs a ball-contact time",
+        lambda: after_break().shot(duration_us=30_000).hit(0, 7, dt=20_000).pot(7, 1).end(),
+        ("foul", ["19.1"]),
+        ("foul", ["19.1"]),
+        REF_20,
+    ),
+    (
+        "19.2 exception: needs the tracker",
+        _near_stroke(AT_60),
+        ("legal", []),
+        ("referee", ["19.2"]),
+        REF_20,
+    ),
+    (
+        "20(1) pot after the first contact: needs its time",
+        lambda: after_break().shot().hit(0, 7).pot(7, 1).end(),
+        ("legal", []),
+        ("legal", []),
+        REF_20,
+    ),
+    (
+        "20(2)(a): needs which ball hit which cushion",
+        lambda: after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end(),
+        ("legal", []),
+        ("referee", ["20"]),
+        REF_20,
+    ),
+    (
+        "no contact: decided once contacts are heard",
+        lambda: after_break().shot().cushion(0, 1).cushion(0, 3).end(),
+        ("foul", ["20"]),
+        ("foul", ["20"]),
+        REF_20,
+    ),
+    (
+        "12.1(1) break pot",
+        lambda: Match().shot().hit(0, 1).pot(4, 2).end(),
+        ("legal", []),
+        ("legal", []),
+        REF_12,
+    ),
+    (
+        "12.1(2) break cushions",
+        lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cushion(4, 4).end(),
+        ("legal", []),
+        ("referee", ["12.1"]),
+        REF_12,
+    ),
+    (
+        "14.2: every set",
+        lambda: (
+            after_break()
+            .shot()
+            .hit(0, 7)
+            .pot(7, 1)
+            .end(interrupted=True)
+            .shot(dt=0)
+            .hit(0, 5)
+            .pot(5, 0)
+            .end()
+        ),
+        ("foul", ["14.2"]),
+        ("foul", ["14.2"]),
+        ("foul", ["14.2"]),
+    ),
+    (
+        "17: only the tracker sees a touch",
+        lambda: after_break().shot().hit(0, 7).moved(9).pot(7, 1).end(),
+        ("foul", ["17"]),
+        ("legal", []),
+        REF_20,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "build", "full", "middle", "minimum"), SHOTS, ids=[s[0] for s in SHOTS])
+@pytest.mark.parametrize(
+    ("name", "build", "full", "middle", "minimum"), SHOTS, ids=[s[0] for s in SHOTS]
+)
 def test_sensor_sets_decide_what_rules_md_says(name, build, full, middle, minimum) -> None:
     events = build().events
     for nodes, expected in ((FULL, full), (MIDDLE, middle), (MINIMUM, minimum)):
@@ -81,8 +140,14 @@ def test_node_names_are_the_catalogues() -> None:
     ("line", "lamp"),
     [
         ({"kind": "verdict", "verdict": "foul", "rules": ["19.1", "18"]}, Indicator("foul", 19)),
-        ({"kind": "verdict", "verdict": "legal", "rules": [], "satisfied": "20(4)(a)"}, Indicator("legal", 20)),
-        ({"kind": "verdict", "verdict": "legal", "rules": [], "satisfied": "12.1(2)"}, Indicator("legal", 12)),
+        (
+            {"kind": "verdict", "verdict": "legal", "rules": [], "satisfied": "20(4)(a)"},
+            Indicator("legal", 20),
+        ),
+        (
+            {"kind": "verdict", "verdict": "legal", "rules": [], "satisfied": "12.1(2)"},
+            Indicator("legal", 12),
+        ),
         ({"kind": "verdict", "verdict": "referee", "rules": ["12.1"]}, Indicator("referee", 12)),
         ({"kind": "notice", "rules": ["11.3"]}, Indicator("warning", 11)),
         ({"kind": "notice", "rules": ["8"]}, Indicator("warning", 8)),

@@ -15,9 +15,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("n", metavar="N", type=int, help="white balls to rack, 1 to 15")
     parser.add_argument("--json", action="store_true", help="machine-readable positions")
-    parser.add_argument("--length", type=float, default=DEFAULT_TABLE.length_mm, help="table length, mm")
-    parser.add_argument("--width", type=float, default=DEFAULT_TABLE.width_mm, help="table width, mm")
-    parser.add_argument("--ball", type=float, default=DEFAULT_TABLE.ball_mm, help="ball diameter, mm")
+    parser.add_argument(
+        "--length", type=float, default=DEFAULT_TABLE.length_mm, help="table length, mm"
+    )
+    parser.add_argument(
+        "--width", type=float, default=DEFAULT_TABLE.width_mm, help="table width, mm"
+    )
+    parser.add_argument(
+        "--ball", type=float, default=DEFAULT_TABLE.ball_mm, help="ball diameter, mm"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.n <= MAX_BALLS:
         raise UsageError(f"N: a rack holds 1 to {MAX_BALLS} balls, not {args.n}")
     if min(args.length, args.width, args.ball) <= 0 or args.ball * 5 > args.width:
-        raise UsageError("--length/--width/--ball: need positive sizes and a rack that fits across the table")
+        raise UsageError(
+            "--length/--width/--ball: need positive sizes and a rack that fits across the table"
+        )
     table = Table(args.length, args.width, args.ball)
     balls = [[round(x, 3), round(y, 3)] for x, y in rack_positions(args.n, table)]
     if args.json:

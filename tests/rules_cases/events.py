@@ -27,7 +27,9 @@ L, W, D = TABLE.length_mm, TABLE.width_mm, TABLE.ball_mm
 Event = dict[str, Any]
 
 
-def racked(n: int = 15, cue_xy: tuple[float, float] = (500.0, W / 2)) -> dict[int, tuple[float, float]]:
+def racked(
+    n: int = 15, cue_xy: tuple[float, float] = (500.0, W / 2)
+) -> dict[int, tuple[float, float]]:
     """A layout: the coloured ball at ``cue_xy`` and white balls 1..n on the rack."""
     return {0: cue_xy} | {i + 1: xy for i, xy in enumerate(rack_positions(n, TABLE))}
 
@@ -40,8 +42,14 @@ class Match:
         self.number = 0
         self.current: int | None = None
         self.events: list[Event] = [
-            {"t_us": t_us, "type": "boot", "shot": None, "boot_id": 1, "nodes": list(nodes),
-             "table": {"length_mm": L, "width_mm": W, "ball_mm": D}}
+            {
+                "t_us": t_us,
+                "type": "boot",
+                "shot": None,
+                "boot_id": 1,
+                "nodes": list(nodes),
+                "table": {"length_mm": L, "width_mm": W, "ball_mm": D},
+            }
         ]
 
     def add(self, type_: str, dt: int = STEP, **keys: Any) -> Match:
@@ -53,12 +61,23 @@ class Match:
         """A legal break (a pot after the first contact), so the next shot is an ordinary one."""
         return self.shot().hit(0, 1).pot(5, 2).end()
 
-    def shot(self, cue: int | None = 0, balls: dict[int, tuple[float, float]] | None = None,
-             frozen: dict[int, list[int]] | None = None, duration_us: int = 1000, dt: int = 1_000_000) -> Match:
+    def shot(
+        self,
+        cue: int | None = 0,
+        balls: dict[int, tuple[float, float]] | None = None,
+        frozen: dict[int, list[int]] | None = None,
+        duration_us: int = 1000,
+        dt: int = 1_000_000,
+    ) -> Match:
         self.number += 1
         self.current = self.number
-        self.add("shot_start", dt, cue_ball=cue, balls={str(b): list(xy) for b, xy in (balls or {}).items()},
-                 frozen={str(b): cs for b, cs in (frozen or {}).items()})
+        self.add(
+            "shot_start",
+            dt,
+            cue_ball=cue,
+            balls={str(b): list(xy) for b, xy in (balls or {}).items()},
+            frozen={str(b): cs for b, cs in (frozen or {}).items()},
+        )
         return self.add("cue_contact", 0, duration_us=duration_us, force_n=20.0)
 
     def tip(self, duration_us: int = 1000, dt: int = 5000) -> Match:
@@ -71,7 +90,9 @@ class Match:
         return self.add("cushion", dt, ball=ball, cushion=cushion)
 
     def pot(self, ball: int, pocket: int, dt: int = STEP) -> Match:
-        return self.add("pocket", dt, ball=ball, pocket=pocket, colour="coloured" if ball == 0 else "white")
+        return self.add(
+            "pocket", dt, ball=ball, pocket=pocket, colour="coloured" if ball == 0 else "white"
+        )
 
     def cross(self, ball: int, line: str = "centre", dt: int = STEP) -> Match:
         return self.add("line_cross", dt, ball=ball, line=line, direction="back")
@@ -85,10 +106,20 @@ class Match:
     def rest(self, balls: dict[int, tuple[float, float]], dt: int = 100_000) -> Match:
         return self.add("rest", dt, balls={str(b): list(xy) for b, xy in balls.items()}, frozen={})
 
-    def end(self, paths: dict[int, list[tuple[int, float, float]]] | None = None, interrupted: bool = False,
-            dt: int = 500_000) -> Match:
-        self.add("shot_end", dt, balls={}, certain=True, interrupted=interrupted,
-                 paths={str(b): [list(p) for p in pts] for b, pts in (paths or {}).items()})
+    def end(
+        self,
+        paths: dict[int, list[tuple[int, float, float]]] | None = None,
+        interrupted: bool = False,
+        dt: int = 500_000,
+    ) -> Match:
+        self.add(
+            "shot_end",
+            dt,
+            balls={},
+            certain=True,
+            interrupted=interrupted,
+            paths={str(b): [list(p) for p in pts] for b, pts in (paths or {}).items()},
+        )
         self.current = None
         return self
 
@@ -110,9 +141,12 @@ def seen_by(events: list[Event], nodes: tuple[str, ...]) -> list[Event]:
             ev["nodes"] = list(nodes)
         elif tracker:
             pass
-        elif kind in ("rest", "ball_moved") or (kind == "ball_contact" and not contacts):
-            continue
-        elif kind == "line_cross" and not lines:
+        elif (
+            kind in ("rest", "ball_moved")
+            or (kind == "ball_contact" and not contacts)
+            or kind == "line_cross"
+            and not lines
+        ):
             continue
         elif kind == "shot_start":
             ev.update(cue_ball=None, balls={}, frozen={})
