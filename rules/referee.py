@@ -146,7 +146,7 @@ class Referee:
 
     def _on_node_status(self, ev: Event) -> list[Line]:
         node = ev.get("node")
-        name = (
+        name = str(
             SENSOR_NODES[node] if isinstance(node, int) and 0 <= node < len(SENSOR_NODES) else node
         )
         (self._down.discard if ev.get("status") == "online" else self._down.add)(name)

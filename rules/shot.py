@@ -19,6 +19,7 @@ from .config import RulesConfig, SensorSet
 
 Event = dict[str, Any]
 Point = tuple[float, float]
+Path = tuple[int, float, float]  # t_us, x, y
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class Shot:
     def positions(self) -> dict[int, Point]:
         return positions_of(self.start.get("balls"))
 
-    def path(self, ball: int) -> list[tuple[int, float, float]]:
+    def path(self, ball: int) -> list[Path]:
         paths = (self.end or {}).get("paths") or {}
         return [
             (int(t), float(x), float(y)) for t, x, y in paths.get(str(ball), paths.get(ball, []))
@@ -196,46 +197,48 @@ def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> 
             Finding("19.1", "without a ball-contact time nobody can tell a push", (shot.t0,))
         )
         return
-    t0, duration = shot.t0, shot.tip_duration
+    t0 = shot.t0
     first = first_contact(shot, sensors, config)
-    t_c = first[1]["t_us"] if first else None
-    overlap = t_c is not None and t_c <= t0 + duration
-    if not sensors.tracker:
-        if overlap and t_c - t0 <= config.near_contact_us:
+    t_c: int | None = first[1]["t_us"] if first else None
+    overlap = t_c is not None and t_c <= t0 + shot.tip_duration
+    cue = shot.cue_ball
+    pos = shot.positions()
+    if t_c is not None and overlap and (not sensors.tracker or cue not in pos):
+        if t_c - t0 <= config.near_contact_us:
             out.open.append(
                 Finding(
                     "19.2",
-                    f"the tip was on the cue ball when it met a ball {_ms(t_c - t0)} after the stroke; "
-                    "only the tracker can tell whether they were touching",
+                    f"the tip was on the cue ball when it met a ball {_ms(t_c - t0)} after the "
+                    "stroke; only the tracker can tell whether they were touching",
                     (t0, t_c),
                 )
             )
-        elif overlap:
+        else:
             out.fouls.append(_push_foul(shot, t_c))
+    if not sensors.tracker or cue is None or cue not in pos:
         return
-    cue = shot.cue_ball
-    pos = shot.positions()
     near = {
         b: xy
         for b, xy in pos.items()
-        if cue in pos and b != cue and _gap(pos[cue], xy, shot.ball_mm) < config.near_gap_mm
+        if b != cue and _gap(pos[cue], xy, shot.ball_mm) < config.near_gap_mm
     }
     hit = None
     if first is not None:
         a, b = first[1]["balls"]
         hit = b if a == cue else a
-    if overlap and hit not in near:
+    if t_c is not None and overlap and hit not in near:
         out.fouls.append(_push_foul(shot, t_c))
-    prolonged = duration > config.push_threshold_us
+    prolonged = shot.tip_duration > config.push_threshold_us
     for ball, xy in sorted(near.items()):
         if not (prolonged or (overlap and hit == ball)):
             continue
-        if len(shot.path(cue)) < 2:
+        path = shot.path(cue)
+        if len(path) < 2:
             out.open.append(
                 Finding("19.2", f"no path of the cue ball to judge the stroke at {ball_name(ball)}")
             )
         else:
-            out.fouls.extend(_exception_19_2(shot, ball, pos[cue], xy, config))
+            out.fouls.extend(_exception_19_2(shot, path, ball, pos[cue], xy, config))
 
 
 def _push_foul(shot: Shot, t_c: int) -> Finding:
@@ -247,7 +250,7 @@ def _push_foul(shot: Shot, t_c: int) -> Finding:
 
 
 def _exception_19_2(
-    shot: Shot, ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig
+    shot: Shot, path: list[Path], ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig
 ) -> list[Finding]:
     """No finding when 19.2 (1) (45° off the line of centres) or (2) (no follow) excuses the stroke.
 
@@ -255,7 +258,6 @@ def _exception_19_2(
     vertex farther than the path tolerance; "forward" is the farthest the path
     gets along the line of centres, against the object ball's starting place.
     """
-    path = shot.path(shot.cue_ball)
     dist = math.dist(cue_xy, obj_xy)
     ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
     start = (path[0][1], path[0][2])
@@ -445,7 +447,8 @@ class _Item20Scan(_Scan):
         if _is_centre(ev):
             return self._cross(ev["ball"], t)
         if ev["type"] == "ball_contact":
-            return self._contact(*ev["balls"], t)
+            a, b = ev["balls"]
+            return self._contact(a, b, t)
         return None
 
     def _cushion(self, x: int, c: int, t: int) -> Finding | None:
