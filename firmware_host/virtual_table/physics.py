@@ -525,8 +525,11 @@ class Table2D:
             if count > self.config.max_events:
                 raise RuntimeError(f"more than {self.config.max_events} events at t={self.t:.6f} s")
             self._apply_event(kind, i, j)
+            phase, a = self.phase.copy(), self.a.copy()
             self._update_motion()
-            self._record([i] if kind != EV_BALL else [i, j])
+            # a partner may change phase by rounding at the same instant (equal slips close together)
+            changed = set(np.flatnonzero((phase != self.phase) | (a != self.a).any(axis=1)).tolist())
+            self._record(sorted(changed | ({i, j} if kind == EV_BALL else {i})))
 
     def _drive(self, ball: int) -> None:
         """While the tip is still on a ball it keeps pushing it along the stroke (a push, 19).

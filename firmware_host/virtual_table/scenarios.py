@@ -189,12 +189,12 @@ def break_illegal() -> MatchTruth:
 
 
 def coloured_outside_house() -> MatchTruth:
-    """11.3: the coloured ball on the house line (outside the house); warned, then broken from there."""
+    """11.3: the coloured ball 20 mm beyond the house line; warned, then broken from there."""
 
     def warn(tl: Timeline) -> None:
         tl.notice(["11.3"], "coloured ball is outside the house")
 
-    return _break_design("coloured_outside_11_3", None, (T.house_line_x, 889.0), (12.0,),
+    return _break_design("coloured_outside_11_3", None, (T.house_line_x + 20.0, 889.0), (12.0,),
                          around(0.0, 0.2, 20), rules=("11.3",), setup=warn).build()
 
 
@@ -304,6 +304,11 @@ def _only(clause: str) -> Callable[[MatchTruth], bool]:
     return check
 
 
+def _touched(a: int, b: int) -> Callable[[MatchTruth], bool]:
+    """Balls a and b met during the shot."""
+    return lambda truth: any(set(e["balls"]) == {a, b} for e in events(truth, "ball_contact", 1))
+
+
 def item20_1() -> MatchTruth:
     """20(1): the object ball pocketed."""
     layout, line = _pot_layout(250.0)
@@ -363,7 +368,7 @@ def item20_2b_fail() -> MatchTruth:
 def item20_2c() -> MatchTruth:
     """20(2)(c): the object ball rebounds off the left cushion and touches ball 2 frozen to the front cushion."""
     layout = {0: (900.0, 700.0), 1: (700.0, 450.0), 2: (R, 250.0)}
-    return _item20("item20_2c", layout, 0, (0, 0), "20(2)(c)", _only("20(2)(c)"), target=1, goal=(400.0, 0.0),
+    return _item20("item20_2c", layout, 0, (0, 0), "20(2)(c)", _touched(1, 2), target=1, goal=(400.0, 0.0),
                    n=20, speeds=(0.8, 1.0, 0.7, 1.2, 0.6), top=0.0)
 
 
@@ -420,19 +425,15 @@ def item20_3b_fail() -> MatchTruth:
 def item20_3c() -> MatchTruth:
     """20(3)(c): the object ball crosses the centre line and touches ball 2 frozen to the right cushion."""
     layout = {0: (1400.0, 1100.0), 1: (1650.0, 1250.0), 2: (2200.0, W - R)}
-    return _item20("item20_3c", layout, 0, (0, 0), "20(3)(c)", _only("20(3)(c)"), target=1,
-                   goal=(2200.0, W - R), spread=0.3, n=20, speeds=(0.5, 0.6, 0.45, 0.7, 0.4), top=0.0)
+    return _item20("item20_3c", layout, 0, (0, 0), "20(3)(c)", _touched(1, 2), target=1,
+                   goal=(2200.0, W - R), spread=0.3, n=10, speeds=around(0.9, 0.05, 8), top=0.0)
 
 
 def item20_3c_fail() -> MatchTruth:
-    """20(3)(c) failing twin: the touched ball is 15 mm off the cushion, not resting against it."""
-    layout = {0: (1400.0, 1100.0), 1: (1650.0, 1250.0), 2: (2200.0, W - R - 15.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        return any(set(e["balls"]) == {1, 2} for e in events(truth, "ball_contact"))
-
-    return _item20("item20_3c_fail", layout, 0, (0, 0), None, check, target=1,
-                   goal=(2200.0, W - R - 15.0), spread=0.3, n=20, speeds=(0.5, 0.45, 0.4, 0.6, 0.35), top=0.0)
+    """20(3)(c) failing twin: the touched ball is 30 mm off the cushion, not resting against it."""
+    layout = {0: (1400.0, 1100.0), 1: (1650.0, 1250.0), 2: (2200.0, W - R - 30.0)}
+    return _item20("item20_3c_fail", layout, 0, (0, 0), None, _touched(1, 2), target=1,
+                   goal=(2200.0, W - R - 30.0), spread=0.3, n=10, speeds=around(0.8, 0.03, 10), top=0.0)
 
 
 # (4): a rebound, then (a) across the centre line, (b) rolls a ball across it.
@@ -457,26 +458,27 @@ def item20_4a_fail() -> MatchTruth:
 
 
 def item20_4b() -> MatchTruth:
-    """20(4)(b): the cue ball rebounds off the left cushion and rolls ball 2 across the centre line."""
-    layout = {0: (1200.0, 700.0), 1: (1000.0, 400.0), 2: (1700.0, 400.0)}
-    return _item20("item20_4b", layout, 0, (0, 0), "20(4)(b)", _only("20(4)(b)"), target=1,
-                   goal=(700.0, 0.0), spread=1.0, n=20, speeds=(2.0, 2.5, 1.5, 3.0), top=0.5)
+    """20(4)(b): the object ball rebounds off the left cushion and rolls ball 2 across the centre line."""
+    layout = {0: (1200.0, 700.0), 1: (1300.0, 400.0), 2: (1660.0, 366.0)}
+
+    def check(truth: MatchTruth) -> bool:
+        return _touched(1, 2)(truth) and any(e["ball"] == 2 and e["line"] == "centre"
+                                             for e in events(truth, "line_cross", 1))
+
+    return _item20("item20_4b", layout, 0, (0, 0), "20(4)(b)", check, target=1, goal=(1450.0, 0.0),
+                   spread=0.5, n=12, speeds=(1.5, 2.0, 2.5, 1.2, 3.0), top=0.0)
 
 
 def item20_4b_fail() -> MatchTruth:
-    """20(4)(b) failing twin: the cue ball rebounds and touches ball 2, which stops short of the line."""
-    layout = {0: (1200.0, 700.0), 1: (1000.0, 400.0), 2: (1500.0, 400.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        return any(set(e["balls"]) == {0, 2} for e in events(truth, "ball_contact"))
-
-    return _item20("item20_4b_fail", layout, 0, (0, 0), None, check, target=1, goal=(700.0, 0.0),
-                   spread=1.0, n=20, speeds=(1.0, 0.8, 1.2, 0.7), top=0.5)
+    """20(4)(b) failing twin: the object ball rebounds and touches ball 2, which stops short of the line."""
+    layout = {0: (1200.0, 700.0), 1: (1300.0, 400.0), 2: (1560.0, 250.0)}
+    return _item20("item20_4b_fail", layout, 0, (0, 0), None, _touched(1, 2), target=1, goal=(1450.0, 0.0),
+                   spread=0.5, n=12, speeds=around(0.8, 0.05, 8), top=0.0)
 
 
 def note1_order() -> MatchTruth:
     """Note 1: the rebound and the crossing of 20(4)(a) happen, but before the first contact."""
-    layout = {0: (1500.0, 700.0), 1: (2300.0, 1500.0)}
+    layout = {0: (2200.0, 1200.0), 1: (1733.0, 895.0)}
 
     def check(truth: MatchTruth) -> bool:
         t_c = first_contact(truth)["t_s"]
@@ -484,8 +486,8 @@ def note1_order() -> MatchTruth:
         return any(e["type"] == "cushion" for e in before) and any(
             e["type"] == "line_cross" and e["line"] == "centre" for e in before)
 
-    return _item20("note1_order", layout, 0, (2000.0, 0.0), None, check, spread=1.0, n=20,
-                   speeds=(1.2, 1.0, 1.4, 0.9), top=1.0)
+    return _item20("note1_order", layout, 0, (2000.0, 0.0), None, check, spread=0.5, n=12,
+                   speeds=around(1.8, 0.2, 5), top=1.0)
 
 
 # note 2: the first object ball rests against a cushion and sends the cue ball on.
@@ -495,14 +497,14 @@ _NOTE2 = {0: (1100.0, 450.0), 1: (1100.0, R)}
 
 def _note2(name: str, declare: bool, clause: str | None, check: Callable[[MatchTruth], bool],
            layout: dict[int, Point] = _NOTE2, angles: Iterable[float] = around(-90.0, 0.5, 6),
-           speeds: Sequence[float] = (1.5, 2.0, 1.2, 2.5)) -> MatchTruth:
+           speeds: Sequence[float] = (1.5, 2.0, 1.2, 2.5), top: float = 1.0) -> MatchTruth:
     def setup(tl: Timeline) -> None:
         if declare:
             tl.wait(2.0)
             tl.keypad("declare_frozen", 1)
 
     intended: Intent = (1, "legal", (), clause) if clause else (1, "foul", ("20",), None)
-    return Design(name, layout, one_shot(), strokes(0, angles, speeds, top=1.0), [intended], check,
+    return Design(name, layout, one_shot(), strokes(0, angles, speeds, top=top), [intended], check,
                   setup=setup).build()
 
 
@@ -511,10 +513,14 @@ def _cue_contacts(truth: MatchTruth) -> int:
 
 
 def note2_separate() -> MatchTruth:
-    """Note 2: cue ball -> frozen ball -> cushion -> cue ball again, two separate contacts, then a cushion."""
-    layout = {0: (800.0, 400.0), 1: (1100.0, R)}
+    """Note 2: cue ball -> frozen ball -> cushion -> cue ball again, two separate contacts, then a cushion.
+
+    The object ball rests 1.2 mm off the cushion (frozen within the rules' 1.5 mm), so it
+    comes back off the cushion and meets the cue ball a few milliseconds after the first contact.
+    """
+    layout = {0: (1100.0, 450.0), 1: (1100.0, R + 1.2)}
     return _note2("note2_two_contacts", False, "20 note 2", lambda t: _cue_contacts(t) >= 2, layout,
-                  around(ghost_angle(layout[0], layout[1], (1400.0, 0.0)), 1.0, 30), (1.0, 1.5, 2.0, 2.5, 3.0))
+                  around(-90.0, 0.5, 4), (2.5, 2.0, 3.0, 1.5), top=-0.5)
 
 
 def note2_declared() -> MatchTruth:
