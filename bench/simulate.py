@@ -37,14 +37,25 @@ def main() -> None:
             t0 = time.perf_counter()
             match = random_match(seed=args.seed, minutes=args.minutes)
             t1 = time.perf_counter()
-            wire = simulate(match, HubConfig(sensors=args.sensors, seed=args.seed),
-                            out / "c.bin", out / "truth.jsonl", out / "frames.npz")
+            wire = simulate(
+                match,
+                HubConfig(sensors=args.sensors, seed=args.seed),
+                out / "c.bin",
+                out / "truth.jsonl",
+                out / "frames.npz",
+            )
             t2 = time.perf_counter()
-            for name, value in (("physics", t1 - t0), ("sensors+hub+files", t2 - t1), ("total", t2 - t0)):
+            for name, value in (
+                ("physics", t1 - t0),
+                ("sensors+hub+files", t2 - t1),
+                ("total", t2 - t0),
+            ):
                 best[name] = min(best.get(name, value), value)
         size = (out / "c.bin").stat().st_size
     frames = len(wire.truth)
-    print(f"{args.minutes:g} simulated minutes, {args.sensors} sensors: {frames} frames, {size / 1e6:.1f} MB")
+    print(
+        f"{args.minutes:g} simulated minutes, {args.sensors} sensors: {frames} frames, {size / 1e6:.1f} MB"
+    )
     for name, value in best.items():
         print(f"  {name:<18} {value:6.2f} s")
     print(f"  {args.minutes * 60 / best['total']:.0f}x real time (target: 10 min in < 10 s)")

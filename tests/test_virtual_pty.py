@@ -6,6 +6,7 @@ core), at a raised ``speed`` to stay short.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -47,7 +48,16 @@ class Reader:
 
 
 def _set_indicator(seq: int, state: int, flags: int = 0, hold_ms: int = 0) -> bytes:
-    return encode_frame("SET_INDICATOR", node=0x80, seq=seq, flags=flags, t_us=0, state=state, rule=0, hold_ms=hold_ms)
+    return encode_frame(
+        "SET_INDICATOR",
+        node=0x80,
+        seq=seq,
+        flags=flags,
+        t_us=0,
+        state=state,
+        rule=0,
+        hold_ms=hold_ms,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +79,19 @@ def port(hub):
 
 def test_separate_process_serves_valid_frames_and_acks_set_indicator():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "firmware_host", "simulate", "--pty", "--seed", "2", "--minutes", str(MINUTES), "--speed", "4"],
+        [
+            sys.executable,
+            "-m",
+            "firmware_host",
+            "simulate",
+            "--pty",
+            "--seed",
+            "2",
+            "--minutes",
+            str(MINUTES),
+            "--speed",
+            "4",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -80,10 +102,16 @@ def test_separate_process_serves_valid_frames_and_acks_set_indicator():
         with serial.Serial(device, timeout=0.02) as p:
             reader = Reader(p)
             got = [f for _, f in reader.frames(0.5)]
-            assert len(got) > 20 and all(isinstance(f, Message) for f in got[1:])  # the first may be cut
+            assert len(got) > 20 and all(
+                isinstance(f, Message) for f in got[1:]
+            )  # the first may be cut
             p.write(_set_indicator(seq=41, state=3))
             ack = reader.until(1.0, lambda m: m.name == "ACK")
-            assert (ack.fields["acked_seq"], ack.fields["acked_type"], ack.fields["status"]) == (41, 0x80, ACK_OK)
+            assert (ack.fields["acked_seq"], ack.fields["acked_type"], ack.fields["status"]) == (
+                41,
+                0x80,
+                ACK_OK,
+            )
             beat = reader.until(1.0, lambda m: m.name == "HEARTBEAT")
             assert beat.fields["indicator"] == 3
     finally:
@@ -135,13 +163,17 @@ def test_acks_take_their_place_in_the_hub_seq_count(port):
             hub_seqs.append(frame.seq)
             names.append(frame.name)
     assert names.count("ACK") == 4 and "HELLO" in names
-    assert all(b - a == 1 for a, b in zip(hub_seqs, hub_seqs[1:]))
+    assert all(b - a == 1 for a, b in itertools.pairwise(hub_seqs))
 
 
 def test_playback_is_scheduled_from_one_start_time(wire):
     with VirtualHub(wire, speed=8.0) as hub, serial.Serial(hub.device, timeout=0.02) as p:
         start = time.monotonic()
-        beats = [(t, f) for t, f in Reader(p).frames(1.5) if isinstance(f, Message) and f.name == "HEARTBEAT"]
+        beats = [
+            (t, f)
+            for t, f in Reader(p).frames(1.5)
+            if isinstance(f, Message) and f.name == "HEARTBEAT"
+        ]
     boot = wire.timeline.boots[0]
     for arrived, beat in beats:
         due = (beat.fields["uptime_s"] + boot.boot_s - wire.start_s) / 8.0
@@ -161,7 +193,9 @@ def test_the_hub_finishes_when_the_scenario_ends(wire):
 
 
 def test_the_device_is_a_real_tty():
-    hub = VirtualHub(build_wire(random_match(seed=2, minutes=MINUTES), HubConfig(sensors="minimum")))
+    hub = VirtualHub(
+        build_wire(random_match(seed=2, minutes=MINUTES), HubConfig(sensors="minimum"))
+    )
     try:
         assert os.path.exists(hub.device)
         fd = os.open(hub.device, os.O_RDWR | os.O_NOCTTY)

@@ -16,7 +16,6 @@ import pytest
 from firmware_host.virtual_table.capture import load_frame_truth, simulate, truth_lines
 from firmware_host.virtual_table.clocks import WRAP
 from firmware_host.virtual_table.faults import FaultPlan
-from firmware_host.virtual_table.scenarios import random_match
 from firmware_host.virtual_table.hub import (
     ACK_BAD_ARGUMENT,
     ACK_OK,
@@ -25,6 +24,7 @@ from firmware_host.virtual_table.hub import (
     HubConfig,
     build_wire,
 )
+from firmware_host.virtual_table.scenarios import random_match
 from firmware_host.virtual_table.sensors import (
     DAMAGED,
     FALSE_CLICK,
@@ -49,7 +49,9 @@ RIGHT = L - DEFAULT_TABLE.ball_mm / 2
 SHOT_EVERY_S = 10.0
 
 
-def polyline_truth(path: list[tuple[float, float, float]], events: list[dict], duration_s: float) -> MatchTruth:
+def polyline_truth(
+    path: list[tuple[float, float, float]], events: list[dict], duration_s: float
+) -> MatchTruth:
     """Ball 0 moves along a polyline (t, x, y); balls 1 and 2 rest, 1 near where the player stands."""
     pts = np.asarray(path, float)
     rest = {1: (700.0, 950.0), 2: (3000.0, 300.0)}
@@ -82,19 +84,66 @@ def rolling_match(shots: int, speed_mps: float = 1.5) -> MatchTruth:
         back_c = t0 + run + (RIGHT - L / 2) / (RIGHT - 1000) * run
         path += [(t0, 1000.0, 889.0), (t0 + run, RIGHT, 889.0), (t0 + 2 * run, 1000.0, 889.0)]
         events += [
-            {"t_s": t0, "type": "shot_start", "shot": shot, "cue_ball": 0, "balls": {}, "frozen": {}},
-            {"t_s": t0, "type": "cue_contact", "shot": shot, "ball": 0, "duration_us": 1234, "force_n": 80.0},
+            {
+                "t_s": t0,
+                "type": "shot_start",
+                "shot": shot,
+                "cue_ball": 0,
+                "balls": {},
+                "frozen": {},
+            },
+            {
+                "t_s": t0,
+                "type": "cue_contact",
+                "shot": shot,
+                "ball": 0,
+                "duration_us": 1234,
+                "force_n": 80.0,
+            },
             {"t_s": t0, "type": "_ball_start", "shot": shot, "ball": 0},
-            {"t_s": out_c, "type": "line_cross", "shot": shot, "ball": 0, "line": "centre", "direction": "back"},
-            {"t_s": t0 + run, "type": "cushion", "shot": shot, "ball": 0, "cushion": 3, "speed_mps": speed_mps},
-            {"t_s": back_c, "type": "line_cross", "shot": shot, "ball": 0, "line": "centre", "direction": "front"},
+            {
+                "t_s": out_c,
+                "type": "line_cross",
+                "shot": shot,
+                "ball": 0,
+                "line": "centre",
+                "direction": "back",
+            },
+            {
+                "t_s": t0 + run,
+                "type": "cushion",
+                "shot": shot,
+                "ball": 0,
+                "cushion": 3,
+                "speed_mps": speed_mps,
+            },
+            {
+                "t_s": back_c,
+                "type": "line_cross",
+                "shot": shot,
+                "ball": 0,
+                "line": "centre",
+                "direction": "front",
+            },
             {"t_s": t0 + 2 * run, "type": "_ball_stop", "shot": shot, "ball": 0},
-            {"t_s": t0 + 2 * run, "type": "shot_end", "shot": shot, "balls": {}, "certain": True, "paths": {}},
+            {
+                "t_s": t0 + 2 * run,
+                "type": "shot_end",
+                "shot": shot,
+                "balls": {},
+                "certain": True,
+                "paths": {},
+            },
         ]
         if k % 5 == 4:
-            events.append({"t_s": t0 + 5.0, "type": "keypad", "shot": None, "key": "accept", "arg": 0})
+            events.append(
+                {"t_s": t0 + 5.0, "type": "keypad", "shot": None, "key": "accept", "arg": 0}
+            )
     path.append((SHOT_EVERY_S * shots + 1.0, 1000.0, 889.0))
-    verdicts = [{"t_s": 1.0 + SHOT_EVERY_S * k + 2 * run + 0.1, "shot": k + 1, "verdict": "foul"} for k in range(shots)]
+    verdicts = [
+        {"t_s": 1.0 + SHOT_EVERY_S * k + 2 * run + 0.1, "shot": k + 1, "verdict": "foul"}
+        for k in range(shots)
+    ]
     match = polyline_truth(path, sorted(events, key=lambda e: e["t_s"]), SHOT_EVERY_S * shots + 1.0)
     return replace(match, verdicts=verdicts)
 
@@ -108,7 +157,9 @@ def match10():
 def ten_minutes(tmp_path_factory, match10):
     """A random 10-minute full-sensor match: capture and truth files, decoded as a host would."""
     out = tmp_path_factory.mktemp("sim")
-    wire = simulate(match10, HubConfig(seed=7), out / "c.bin", out / "truth.jsonl", out / "frames.npz")
+    wire = simulate(
+        match10, HubConfig(seed=7), out / "c.bin", out / "truth.jsonl", out / "frames.npz"
+    )
     data = (out / "c.bin").read_bytes()
     frames, clocks = load_frame_truth(out / "frames.npz")
     lines = [json.loads(line) for line in (out / "truth.jsonl").read_text().splitlines()]
@@ -123,8 +174,17 @@ def test_ten_minute_capture_has_no_bad_frames_and_no_losses(ten_minutes):
     wire, decoded, frames, _, _ = ten_minutes
     assert decoded.stats.bad == {} and decoded.stats.lost == {} and decoded.stats.unknown == 0
     assert decoded.stats.frames == len(frames) == len(wire.chunks)
-    assert set(decoded.stats.per_type) >= {"HELLO", "HEARTBEAT", "CLOCK_SYNC", "CUE_CONTACT", "CUSHION_HIT",
-                                          "BALL_TRACK", "LINE_CROSS", "BALL_CLICK", "LOG"}
+    assert set(decoded.stats.per_type) >= {
+        "HELLO",
+        "HEARTBEAT",
+        "CLOCK_SYNC",
+        "CUE_CONTACT",
+        "CUSHION_HIT",
+        "BALL_TRACK",
+        "LINE_CROSS",
+        "BALL_CLICK",
+        "LOG",
+    }
 
 
 def test_frame_truth_matches_the_capture_byte_for_byte(ten_minutes):
@@ -142,13 +202,17 @@ def test_arrival_order_differs_from_time_order_across_nodes_only(ten_minutes):
     for node in range(8):
         mine = frames[frames["node"] == node]
         assert np.all(np.diff(mine["seq"].astype(int)) % 65536 == 1), node  # seq order per node
-    sensed = np.isfinite(frames["event_hub_us"]) & (frames["msg_type"] != BY_NAME["CLOCK_SYNC"].msg_type)
+    sensed = np.isfinite(frames["event_hub_us"]) & (
+        frames["msg_type"] != BY_NAME["CLOCK_SYNC"].msg_type
+    )
     delay = frames["wire_hub_us"][sensed] - frames["event_hub_us"][sensed]
     assert delay.min() >= 0 and delay.max() <= 30_000
 
 
 def _unwrap(t: np.ndarray) -> np.ndarray:
-    return t.astype(np.int64) + WRAP * np.concatenate([[0], np.cumsum(np.diff(t.astype(np.int64)) < -WRAP // 2)])
+    return t.astype(np.int64) + WRAP * np.concatenate(
+        [[0], np.cumsum(np.diff(t.astype(np.int64)) < -WRAP // 2)]
+    )
 
 
 def test_every_clock_drift_fit_from_clock_sync_is_the_configured_one(ten_minutes):
@@ -161,7 +225,9 @@ def test_every_clock_drift_fit_from_clock_sync_is_the_configured_one(ten_minutes
         node = _unwrap(mine["peer_t_us"]).astype(float)
         x = (hub - hub[0]) / 1e6
         fit = np.polyfit(x, node - hub, 2)
-        good = np.abs(node - hub - np.polyval(fit, x)) < 500  # the cue's late retries (1-5 ms) are outliers
+        good = (
+            np.abs(node - hub - np.polyval(fit, x)) < 500
+        )  # the cue's late retries (1-5 ms) are outliers
         fit = np.polyfit(x[good], (node - hub)[good], 2)
         mid = x[good].mean()
         fitted_ppm = 2 * fit[0] * mid + fit[1]  # d(node - hub)/d(hub s) in µs/s
@@ -190,7 +256,9 @@ def test_rates_of_the_periodic_frames(ten_minutes):
     assert per_type["BALL_TRACK"] == pytest.approx((seconds - 1.5) * 120, rel=0.002)
     sync = decoded.tables["CLOCK_SYNC"]
     counts = np.bincount(sync["peer"], minlength=8)
-    assert counts[3] >= 10 * (seconds - 1) and all(counts[p] >= 4 * (seconds - 1) for p in (1, 2, 4, 5, 6, 7))
+    assert counts[3] >= 10 * (seconds - 1) and all(
+        counts[p] >= 4 * (seconds - 1) for p in (1, 2, 4, 5, 6, 7)
+    )
 
 
 @pytest.mark.parametrize(
@@ -229,7 +297,10 @@ def test_impacts_under_5_cm_per_s_are_not_reported(speed_mps, reported):
 
 
 def test_amplitude_grows_with_normal_speed():
-    amp = [np.median(rails(rolling_match(20, v), np.random.default_rng(1)).records["amplitude"]) for v in (0.5, 2, 5)]
+    amp = [
+        np.median(rails(rolling_match(20, v), np.random.default_rng(1)).records["amplitude"])
+        for v in (0.5, 2, 5)
+    ]
     assert amp[0] < amp[1] < amp[2] <= 4095
 
 
@@ -277,7 +348,9 @@ def test_line_curtain_reports_every_crossing(ten_minutes):
     cross = decoded.tables["LINE_CROSS"]
     truth = [line for line in lines if line.get("type") == "line_cross"]
     reported = np.count_nonzero(cross["direction"] != 2)
-    assert abs(reported - len(truth)) <= 2  # a ball stopping within 1 mm of a line may go either way
+    assert (
+        abs(reported - len(truth)) <= 2
+    )  # a ball stopping within 1 mm of a line may go either way
     assert set(np.unique(cross["line"])) == {0, 1}
 
 
@@ -285,7 +358,9 @@ def test_line_curtain_reports_both_crossings_with_occlusion_length():
     wire = build_wire(rolling_match(6), HubConfig(seed=2, sensors="middle"))
     cross = decode_capture(b"".join(wire.chunks)).tables["LINE_CROSS"]
     assert set(np.unique(cross["direction"])) <= {0, 1, 2}
-    assert np.count_nonzero(cross["direction"] == 1) == np.count_nonzero(cross["direction"] == 0) == 6
+    assert (
+        np.count_nonzero(cross["direction"] == 1) == np.count_nonzero(cross["direction"] == 0) == 6
+    )
     # 68 mm of ball body at 1.5 m/s shadows the curtain for ~45 ms
     assert np.median(cross["duration_us"]) == pytest.approx(68 / 1.5 * 1000, rel=0.03)
     assert np.all(cross["pos_mm"] == 889)
@@ -310,7 +385,9 @@ def test_sensor_sets_send_only_their_nodes_and_say_so_in_hello(sensors):
     assert hello.name == "HELLO"
     assert hello.fields["nodes_present"] == sum(1 << n for n in SENSOR_SETS[sensors])
     assert {m.node for m in msgs} <= set(SENSOR_SETS[sensors])
-    assert {m.fields["peer"] for m in msgs if m.name == "CLOCK_SYNC"} == set(SENSOR_SETS[sensors]) - {0}
+    assert {m.fields["peer"] for m in msgs if m.name == "CLOCK_SYNC"} == set(
+        SENSOR_SETS[sensors]
+    ) - {0}
 
 
 @pytest.mark.parametrize("near_wrap", [True, False])
@@ -322,12 +399,14 @@ def test_clocks_cross_the_wrap_when_asked(near_wrap):
         wrapped = np.count_nonzero(np.diff(mine["t_us"].astype(np.int64)) < 0)
         crossed = mine["node_us"][-1] >= WRAP > mine["node_us"][0]
         assert wrapped == int(crossed), node
-        if near_wrap and mine["node_us"][-1] - mine["node_us"][0] > 60e6:  # clocks boot < 60 s from 2**32
+        if (
+            near_wrap and mine["node_us"][-1] - mine["node_us"][0] > 60e6
+        ):  # clocks boot < 60 s from 2**32
             assert crossed, node
 
 
 def test_truth_file_is_events_with_hub_times_and_verdicts(ten_minutes):
-    wire, _, _, _, lines = ten_minutes
+    _wire, _, _, _, lines = ten_minutes
     assert lines[0]["type"] == "boot" and lines[0]["nodes"] == list(map(str, lines[0]["nodes"]))
     assert not [line for line in lines if line.get("type", "").startswith("_")]
     assert all("t_s" not in line for line in lines)
@@ -350,13 +429,17 @@ def test_hub_reboot_resets_clocks_counters_and_says_hello_again():
     wire = build_wire(rolling_match(3), HubConfig(faults=FaultPlan(reboots_s=(12.0,))))
     msgs = _messages(wire)
     hellos = [i for i, m in enumerate(msgs) if m.name == "HELLO"]
-    assert len(hellos) == 2 and msgs[hellos[0]].fields["boot_id"] != msgs[hellos[1]].fields["boot_id"]
+    assert (
+        len(hellos) == 2 and msgs[hellos[0]].fields["boot_id"] != msgs[hellos[1]].fields["boot_id"]
+    )
     assert msgs[hellos[1]].seq == 0
-    after = msgs[hellos[1]:]
+    after = msgs[hellos[1] :]
     for node in {m.node for m in after}:
-        assert [m.seq for m in after if m.node == node][0] == 0, node
+        assert next(m.seq for m in after if m.node == node) == 0, node
     lines = truth_lines(rolling_match(3), wire)
-    assert [line["boot_id"] for line in lines if line.get("type") == "boot"] == [b.boot_id for b in wire.timeline.boots]
+    assert [line["boot_id"] for line in lines if line.get("type") == "boot"] == [
+        b.boot_id for b in wire.timeline.boots
+    ]
 
 
 def test_node_offline_and_back():
@@ -399,8 +482,15 @@ def test_random_faults_plan_resolves_to_one_of_each():
 
 @pytest.mark.parametrize(
     ("spec", "ok"),
-    [("garbage@3,drop@4.5", True), ("offline:4@60-75", True), ("noack@0-10", True),
-     ("offline:9@1-2", False), ("stall@5-4", False), ("melt@3", False), ("reboot", False)],
+    [
+        ("garbage@3,drop@4.5", True),
+        ("offline:4@60-75", True),
+        ("noack@0-10", True),
+        ("offline:9@1-2", False),
+        ("stall@5-4", False),
+        ("melt@3", False),
+        ("reboot", False),
+    ],
 )
 def test_fault_spec_parsing(spec, ok):
     if ok:

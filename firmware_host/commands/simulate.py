@@ -25,13 +25,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--pty", action="store_true", help="play on a pseudo-terminal, print its path")
     out.add_argument("--capture", metavar="OUT.bin", help="write the wire bytes to this file")
     match = parser.add_argument_group("match")
-    match.add_argument("--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)")
-    match.add_argument("--seed", type=int, default=0, help="random match and sensor noise seed (default 0)")
-    match.add_argument("--minutes", type=float, default=10.0, help="length of a random match (default 10)")
+    match.add_argument(
+        "--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)"
+    )
+    match.add_argument(
+        "--seed", type=int, default=0, help="random match and sensor noise seed (default 0)"
+    )
+    match.add_argument(
+        "--minutes", type=float, default=10.0, help="length of a random match (default 10)"
+    )
     table = parser.add_argument_group("virtual table")
-    table.add_argument("--sensors", choices=SENSOR_SETS, default="full", help="sensor set (default full)")
+    table.add_argument(
+        "--sensors", choices=SENSOR_SETS, default="full", help="sensor set (default full)"
+    )
     table.add_argument("--tracker-hz", type=float, choices=(120.0, 240.0), default=120.0)
-    table.add_argument("--near-wrap", action="store_true", help="start every clock just below 2**32")
+    table.add_argument(
+        "--near-wrap", action="store_true", help="start every clock just below 2**32"
+    )
     table.add_argument(
         "--faults",
         metavar="SPEC",
@@ -39,11 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="e.g. garbage@30,drop@45,offline:4@60-75,reboot@120,stall@200-203,noack@0-600,random",
     )
     live = parser.add_argument_group("--pty")
-    live.add_argument("--speed", type=float, default=1.0, help="play this many times faster (default 1)")
-    live.add_argument("--loop", action="store_true", help="replay after a hub reboot instead of exiting")
+    live.add_argument(
+        "--speed", type=float, default=1.0, help="play this many times faster (default 1)"
+    )
+    live.add_argument(
+        "--loop", action="store_true", help="replay after a hub reboot instead of exiting"
+    )
     files = parser.add_argument_group("--capture")
     files.add_argument("--truth", metavar="TRUTH.jsonl", help="ground truth: events and verdicts")
-    files.add_argument("--frame-truth", metavar="FRAMES.npz", help="per-frame exact hub times and clocks")
+    files.add_argument(
+        "--frame-truth", metavar="FRAMES.npz", help="per-frame exact hub times and clocks"
+    )
 
 
 def _match(args: argparse.Namespace) -> Any:
@@ -79,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"--faults: {exc}") from None
     cfg = HubConfig(
-        sensors=args.sensors, tracker_hz=args.tracker_hz, near_wrap=args.near_wrap, seed=args.seed, faults=plan
+        sensors=args.sensors,
+        tracker_hz=args.tracker_hz,
+        near_wrap=args.near_wrap,
+        seed=args.seed,
+        faults=plan,
     )
     match = _match(args)
     if args.capture:

@@ -28,7 +28,7 @@ import numpy as np
 
 from protocol.catalogue import NODE_NAMES
 
-from .hub import OFFLINE_NOTICE_S, FRAME_TRUTH, HubConfig, Wire, build_wire
+from .hub import FRAME_TRUTH, OFFLINE_NOTICE_S, HubConfig, Wire, build_wire
 from .truth import MatchTruth
 
 
@@ -49,10 +49,31 @@ def truth_lines(match: MatchTruth, wire: Wire) -> list[dict[str, Any]]:
     nodes = [NODE_NAMES[n] for n in cfg.nodes]
     for boot in wire.timeline.boots:
         t = boot.boot_s + 0.01  # the HELLO
-        timed.append((t, {"type": "boot", "shot": None, "boot_id": boot.boot_id, "table": table, "nodes": nodes}))
+        timed.append(
+            (
+                t,
+                {
+                    "type": "boot",
+                    "shot": None,
+                    "boot_id": boot.boot_id,
+                    "table": table,
+                    "nodes": nodes,
+                },
+            )
+        )
     for node, off, on in wire.plan.offline:
         for t, status in ((off + OFFLINE_NOTICE_S, "offline"), (on, "online")):
-            timed.append((t, {"type": "node_status", "shot": None, "node": NODE_NAMES[node], "status": status}))
+            timed.append(
+                (
+                    t,
+                    {
+                        "type": "node_status",
+                        "shot": None,
+                        "node": NODE_NAMES[node],
+                        "status": status,
+                    },
+                )
+            )
     for event in match.events:
         # physics detail and the physics' own boot (the hub's, with its boot_id, replaces it)
         if not event["type"].startswith("_") and event["type"] != "boot":
@@ -68,8 +89,7 @@ def truth_lines(match: MatchTruth, wire: Wire) -> list[dict[str, Any]]:
 
 
 def write_truth(lines: list[dict[str, Any]], out: TextIO) -> None:
-    for line in lines:
-        out.write(json.dumps(line, separators=(", ", ": ")) + "\n")
+    out.writelines(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines)
 
 
 def save_frame_truth(wire: Wire, path: str | Path) -> None:

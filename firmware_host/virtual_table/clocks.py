@@ -112,14 +112,17 @@ class Timeline:
         ppm, drift = crystal_errors(rng)
         starts = (start_s, *sorted(reboots_s))
         boots = tuple(
-            new_boot(rng, i, s, ppm, drift, near_wrap=near_wrap and i == 0) for i, s in enumerate(starts)
+            new_boot(rng, i, s, ppm, drift, near_wrap=near_wrap and i == 0)
+            for i, s in enumerate(starts)
         )
         return cls(boots)
 
     def boot_index(self, t_s: np.ndarray | float) -> np.ndarray:
         """Which boot was running at each true time (times before the first boot: 0)."""
         starts = np.array([b.boot_s for b in self.boots])
-        return np.maximum(np.searchsorted(starts, np.asarray(t_s, dtype=np.float64), side="right") - 1, 0)
+        return np.maximum(
+            np.searchsorted(starts, np.asarray(t_s, dtype=np.float64), side="right") - 1, 0
+        )
 
     def ticks(self, node: np.ndarray | int, t_s: np.ndarray | float) -> np.ndarray:
         """Unwrapped clock of ``node`` at ``t_s`` in the boot running then (vectorised)."""

@@ -47,7 +47,9 @@ class FaultPlan:
             try:
                 plan = plan._with(item)
             except (ValueError, IndexError):
-                raise ValueError(f"bad fault {item!r} (e.g. garbage@30, offline:4@60-75, stall@200-203)") from None
+                raise ValueError(
+                    f"bad fault {item!r} (e.g. garbage@30, offline:4@60-75, stall@200-203)"
+                ) from None
         return plan
 
     def _with(self, item: str) -> FaultPlan:
@@ -73,7 +75,9 @@ class FaultPlan:
             return replace(self, no_ack=(*self.no_ack, window))
         raise ValueError(item)
 
-    def resolve(self, rng: np.random.Generator, duration_s: float, nodes: tuple[int, ...]) -> FaultPlan:
+    def resolve(
+        self, rng: np.random.Generator, duration_s: float, nodes: tuple[int, ...]
+    ) -> FaultPlan:
         """Replace ``random`` by one fault of each kind at random times within the match."""
         if not self.random:
             return self
@@ -125,7 +129,10 @@ def damage(
     for t in sorted(plan.garbage_s, reverse=True):
         i = int(np.searchsorted(wire_s, t))
         # noise, then a delimiter: the burst spoils no real frame, so the truth stays exact
-        burst = rng.integers(0, 256, int(rng.integers(*GARBAGE_BYTES)), dtype=np.uint8).tobytes() + b"\x00"
+        burst = (
+            rng.integers(0, 256, int(rng.integers(*GARBAGE_BYTES)), dtype=np.uint8).tobytes()
+            + b"\x00"
+        )
         chunks.insert(i, burst)
         source = np.insert(source, i, -1)
     return chunks, source, np.array(sorted(damaged), np.int64)

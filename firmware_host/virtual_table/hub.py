@@ -106,8 +106,14 @@ class Wire:
     end_s: float
 
 
-def _sync_batch(timeline: Timeline, cfg: HubConfig, plan: FaultPlan, rng: np.random.Generator,
-                start_s: float, end_s: float) -> Batch:
+def _sync_batch(
+    timeline: Timeline,
+    cfg: HubConfig,
+    plan: FaultPlan,
+    rng: np.random.Generator,
+    start_s: float,
+    end_s: float,
+) -> Batch:
     """CLOCK_SYNC beacons: header = hub clock at departure, peer_t_us = peer clock at arrival."""
     stamp, peer, delay = [], [], []
     for node in cfg.nodes:
@@ -151,8 +157,14 @@ def _heartbeat_batch(timeline: Timeline, cfg: HubConfig, plan: FaultPlan, end_s:
     for node, start, stop in plan.offline:
         ok = np.where((t >= start + OFFLINE_NOTICE_S) & (t < stop), ok & ~(1 << node), ok)
     return Batch.build(
-        "HEARTBEAT", 0, t, np.full(len(t), np.nan), np.zeros(len(t)),
-        uptime_s=np.concatenate(uptimes), nodes_ok=ok, indicator=INDICATOR_STATES["off"],
+        "HEARTBEAT",
+        0,
+        t,
+        np.full(len(t), np.nan),
+        np.zeros(len(t)),
+        uptime_s=np.concatenate(uptimes),
+        nodes_ok=ok,
+        indicator=INDICATOR_STATES["off"],
     )
 
 
@@ -160,16 +172,27 @@ def _hello_batch(timeline: Timeline, cfg: HubConfig, truth: MatchTruth) -> Batch
     t = np.array([b.boot_s + 0.01 for b in timeline.boots])
     major, minor, patch = cfg.firmware
     return Batch.build(
-        "HELLO", 0, t, t, np.zeros(len(t)),
-        fw_major=major, fw_minor=minor, fw_patch=patch, proto=1,
-        boot_id=[b.boot_id for b in timeline.boots], hub_serial=cfg.hub_serial,
-        table_length_mm=round(truth.table.length_mm), table_width_mm=round(truth.table.width_mm),
-        ball_diameter_um=round(truth.table.ball_mm * 1000), nodes_present=cfg.nodes_present,
+        "HELLO",
+        0,
+        t,
+        t,
+        np.zeros(len(t)),
+        fw_major=major,
+        fw_minor=minor,
+        fw_patch=patch,
+        proto=1,
+        boot_id=[b.boot_id for b in timeline.boots],
+        hub_serial=cfg.hub_serial,
+        table_length_mm=round(truth.table.length_mm),
+        table_width_mm=round(truth.table.width_mm),
+        ball_diameter_um=round(truth.table.ball_mm * 1000),
+        nodes_present=cfg.nodes_present,
     )
 
 
-def _status_batches(cfg: HubConfig, plan: FaultPlan, rng: np.random.Generator,
-                    start_s: float, end_s: float) -> list[Batch]:
+def _status_batches(
+    cfg: HubConfig, plan: FaultPlan, rng: np.random.Generator, start_s: float, end_s: float
+) -> list[Batch]:
     """NODE_STATUS and a warning LOG when a node drops out and comes back; LOG now and then."""
     t, peer, code = [], [], []
     for node, off, on in plan.offline:
@@ -177,20 +200,34 @@ def _status_batches(cfg: HubConfig, plan: FaultPlan, rng: np.random.Generator,
         peer += [node, node]
         code += [1, 0]
     t_arr = np.array(t, float)
-    status = Batch.build("NODE_STATUS", 0, t_arr, t_arr, np.zeros(len(t)), peer=peer, code=code, detail=0)
-    texts = [f"node {NODE_NAMES[p]} {'online' if c == 0 else 'offline'}".encode() for p, c in zip(peer, code, strict=True)]
+    status = Batch.build(
+        "NODE_STATUS", 0, t_arr, t_arr, np.zeros(len(t)), peer=peer, code=code, detail=0
+    )
+    texts = [
+        f"node {NODE_NAMES[p]} {'online' if c == 0 else 'offline'}".encode()
+        for p, c in zip(peer, code, strict=True)
+    ]
     levels = [1 if c == 0 else 2 for c in code]
-    chatter = np.cumsum(rng.uniform(*LOG_EVERY_S, int((end_s - start_s) / LOG_EVERY_S[0]) + 1)) + start_s
+    chatter = (
+        np.cumsum(rng.uniform(*LOG_EVERY_S, int((end_s - start_s) / LOG_EVERY_S[0]) + 1)) + start_s
+    )
     chatter = chatter[chatter < end_s]
     talkers = rng.choice(cfg.nodes, len(chatter))
     temps = rng.uniform(20.0, 28.0, len(chatter))
     log_t = np.concatenate([t_arr, chatter])
     log_node = np.concatenate([np.zeros(len(t), int), talkers])
     log = Batch.build(
-        "LOG", log_node, log_t, np.full(len(log_t), np.nan),
+        "LOG",
+        log_node,
+        log_t,
+        np.full(len(log_t), np.nan),
         np.where(log_node == 0, 0.0, rng.uniform(0.2e-3, 3e-3, len(log_t))),
         level=levels + [0] * len(chatter),
-        text=texts + [f"{NODE_NAMES[n]}: board {c:.1f} C".encode() for n, c in zip(talkers, temps, strict=True)],
+        text=texts
+        + [
+            f"{NODE_NAMES[n]}: board {c:.1f} C".encode()
+            for n, c in zip(talkers, temps, strict=True)
+        ],
     )
     return [status, log]
 
@@ -224,8 +261,9 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
     ready = stamp + np.concatenate([b.latency_s for b in batches])
     note = np.concatenate([b.note for b in batches])
     sync = BY_NAME["CLOCK_SYNC"].msg_type  # a beacon needs its peer online and enumerated
-    peer = np.concatenate([b.records["peer"] if b.msg_type == sync else np.zeros(len(b), int)
-                           for b in batches]).astype(np.int64)
+    peer = np.concatenate(
+        [b.records["peer"] if b.msg_type == sync else np.zeros(len(b), int) for b in batches]
+    ).astype(np.int64)
     boot = timeline.boot_index(stamp)
 
     # What never reaches the hub: before boot or after the end, a node offline (its beacons
@@ -243,7 +281,9 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
     group = boot[order] * 256 + node[order]
     first = np.concatenate([[True], group[1:] != group[:-1]])
     seq = np.zeros(len(node), np.int64)
-    seq[order] = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    seq[order] = np.arange(len(order)) - np.maximum.accumulate(
+        np.where(first, np.arange(len(order)), 0)
+    )
     span = end_s - start_s + 10.0
     ready[order] = np.maximum.accumulate(ready[order] + group * span) - group * span
 
@@ -271,7 +311,9 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
         rec["t_us"][row[mine]] = node_us[mine] % WRAP
         rec["seq"][row[mine]] = seq[mine] & U16
         if batch.msg_type == BY_NAME["HEARTBEAT"].msg_type:
-            before = np.searchsorted(drop_t, stamp[mine]) - np.searchsorted(drop_t, boot_s[boot[mine]])
+            before = np.searchsorted(drop_t, stamp[mine]) - np.searchsorted(
+                drop_t, boot_s[boot[mine]]
+            )
             rec["tx_dropped"][row[mine]] = np.minimum(before, U16)
         for g, frame in zip(mine.tolist(), encode_records(rec[row[mine]]), strict=True):
             frames[g] = frame
@@ -303,7 +345,9 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
     truth_rows["offset"][chunk_frame[is_frame]] = offsets[is_frame]
     truth_rows["length"][chunk_frame[is_frame]] = lengths[is_frame]
     chunk_s = np.where(is_frame, wire_s[np.maximum(chunk_frame, 0)], np.nan)
-    chunk_s = np.maximum.accumulate(np.nan_to_num(chunk_s, nan=start_s))  # garbage: right after the frame before
+    chunk_s = np.maximum.accumulate(
+        np.nan_to_num(chunk_s, nan=start_s)
+    )  # garbage: right after the frame before
     return Wire(
         chunks=chunks,
         chunk_s=chunk_s,
@@ -352,7 +396,9 @@ class HostCommands:
             self.indicator, self._hold = self._hold[0], None
         return self.indicator
 
-    def receive(self, frame: Message | BadFrame | UnknownFrame, now_s: float) -> tuple[dict[str, int] | None, bool]:
+    def receive(
+        self, frame: Message | BadFrame | UnknownFrame, now_s: float
+    ) -> tuple[dict[str, int] | None, bool]:
         if isinstance(frame, BadFrame):
             self.rx_bad = min(self.rx_bad + 1, U16)
             return None, False

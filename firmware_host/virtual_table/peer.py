@@ -22,6 +22,7 @@ import threading
 import time
 import tty
 from collections.abc import Callable
+from typing import Self
 
 import numpy as np
 
@@ -36,7 +37,9 @@ OUT_BUFFER = 64 * 1024  # bytes the hub holds when nobody reads the port; beyond
 class VirtualHub:
     """A table on a pty; ``rewire(n)`` gives the wire of the n-th loop (``loop=True``)."""
 
-    def __init__(self, wire: Wire, speed: float = 1.0, rewire: Callable[[int], Wire] | None = None) -> None:
+    def __init__(
+        self, wire: Wire, speed: float = 1.0, rewire: Callable[[int], Wire] | None = None
+    ) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self.wire = wire
@@ -77,7 +80,7 @@ class VirtualHub:
             except OSError:
                 pass
 
-    def __enter__(self) -> VirtualHub:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -124,7 +127,9 @@ class VirtualHub:
             self._flush()
             time.sleep(0.005)
 
-    def _turn(self, sel: selectors.BaseSelector, wire: Wire, started: float, timeout: float) -> None:
+    def _turn(
+        self, sel: selectors.BaseSelector, wire: Wire, started: float, timeout: float
+    ) -> None:
         sel.modify(self._master, selectors.EVENT_READ | (selectors.EVENT_WRITE if self._out else 0))
         for _, mask in sel.select(timeout):
             if mask & selectors.EVENT_READ:

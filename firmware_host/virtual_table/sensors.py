@@ -88,8 +88,14 @@ class Batch:
         for key, value in fields.items():
             records[key] = value
         notes = np.broadcast_to(np.asarray(note, dtype=np.uint8), (n,)).copy()
-        return cls(spec.msg_type, records, np.asarray(stamp_s, float), np.asarray(event_s, float),
-                   np.asarray(latency_s, float), notes)
+        return cls(
+            spec.msg_type,
+            records,
+            np.asarray(stamp_s, float),
+            np.asarray(event_s, float),
+            np.asarray(latency_s, float),
+            notes,
+        )
 
 
 def events_of(truth: MatchTruth, kind: str) -> list[dict[str, Any]]:
@@ -110,7 +116,9 @@ def _u16(values: np.ndarray) -> np.ndarray:
 
 def _amplitude(rng: np.random.Generator, speed_mps: np.ndarray, scale: float) -> np.ndarray:
     """Peak ADC counts growing with impact speed, with shot-to-shot spread."""
-    raw = scale * np.power(np.maximum(speed_mps, 0.0), 0.8) * rng.lognormal(0.0, 0.1, len(speed_mps))
+    raw = (
+        scale * np.power(np.maximum(speed_mps, 0.0), 0.8) * rng.lognormal(0.0, 0.1, len(speed_mps))
+    )
     return np.clip(np.rint(raw), 1, 4095).astype(np.uint16)
 
 
@@ -134,7 +142,7 @@ def rails(truth: MatchTruth, rng: np.random.Generator) -> Batch:
     delay = np.sort(rng.uniform(0.3e-3, RING_DOWN_S * 0.95, len(src)))
     ring_amp = np.maximum(amp[src] * rng.uniform(0.05, RING_DOWN_MAX * 0.97, len(src)), 1)
     order = np.argsort(np.concatenate([stamp, stamp[src] + delay]), kind="stable")
-    cat = lambda a, b: np.concatenate([a, b])[order]  # noqa: E731
+    cat = lambda a, b: np.concatenate([a, b])[order]
     n_all = len(t) + len(src)
     return Batch.build(
         "CUSHION_HIT",
@@ -194,7 +202,9 @@ def _line_x(truth: MatchTruth, line: str | int) -> float:
     return truth.table.centre_line_x if centre else truth.table.house_line_x
 
 
-def _curtain_us(truth: MatchTruth, t: np.ndarray, ball: np.ndarray, line_x: np.ndarray) -> np.ndarray:
+def _curtain_us(
+    truth: MatchTruth, t: np.ndarray, ball: np.ndarray, line_x: np.ndarray
+) -> np.ndarray:
     """How long the ball body shadowed the curtain around each event (capped at 65535 µs)."""
     step = 0.25e-3
     offsets = np.arange(-0.07, 0.07 + step, step)
@@ -223,13 +233,20 @@ def lines(truth: MatchTruth, rng: np.random.Generator) -> Batch:
     ball = np.array([e["ball"] for e in crossings], np.int64)
     line = np.array([0 if e["line"] in ("centre", 0) else 1 for e in crossings], np.int64)
     direction = np.array(
-        [2 if e["type"] == "_line_touch" else (0 if e["direction"] == "front" else 1) for e in crossings],
+        [
+            2 if e["type"] == "_line_touch" else (0 if e["direction"] == "front" else 1)
+            for e in crossings
+        ],
         np.int64,
     )
     line_x = np.array([_line_x(truth, e["line"]) for e in crossings], float)
     note = np.zeros(len(t), np.uint8)
     stops = events_of(truth, "_ball_stop")
-    stop_xy = _positions(truth, np.array([e["t_s"] for e in stops], float), np.array([e["ball"] for e in stops], np.int64))
+    stop_xy = _positions(
+        truth,
+        np.array([e["t_s"] for e in stops], float),
+        np.array([e["ball"] for e in stops], np.int64),
+    )
     for stop, (x, _) in zip(stops, stop_xy, strict=True):
         for which, lx in ((0, truth.table.centre_line_x), (1, truth.table.house_line_x)):
             mine = np.flatnonzero((ball == stop["ball"]) & (line == which) & (t <= stop["t_s"]))
@@ -269,7 +286,9 @@ def acoustic(truth: MatchTruth, rng: np.random.Generator) -> Batch:
     t_all = np.concatenate([t, t_false])
     order = np.argsort(t_all, kind="stable")
     xy = np.concatenate([where, where_false]) + rng.normal(0.0, CLICK_SIGMA_MM, (len(t_all), 2))
-    amp = np.concatenate([_amplitude(rng, speed, 1500.0), rng.integers(20, 300, n_false).astype(np.uint16)])
+    amp = np.concatenate(
+        [_amplitude(rng, speed, 1500.0), rng.integers(20, 300, n_false).astype(np.uint16)]
+    )
     return Batch.build(
         "BALL_CLICK",
         6,
@@ -283,8 +302,9 @@ def acoustic(truth: MatchTruth, rng: np.random.Generator) -> Batch:
     )
 
 
-
-def _occlusion(truth: MatchTruth, rng: np.random.Generator, t: np.ndarray, xy: np.ndarray) -> np.ndarray:
+def _occlusion(
+    truth: MatchTruth, rng: np.random.Generator, t: np.ndarray, xy: np.ndarray
+) -> np.ndarray:
     """(frames, 16) bool: balls a player leaning over the cue ball hides around each stroke."""
     hidden = np.zeros(xy.shape[:2], bool)
     strokes = [e for e in events_of(truth, "cue_contact") if e.get("ball") is not None]
@@ -313,7 +333,9 @@ def _occlusion(truth: MatchTruth, rng: np.random.Generator, t: np.ndarray, xy: n
     return hidden
 
 
-def _predict_hidden(measured: np.ndarray, state: np.ndarray, hidden: np.ndarray, dt: float) -> np.ndarray:
+def _predict_hidden(
+    measured: np.ndarray, state: np.ndarray, hidden: np.ndarray, dt: float
+) -> np.ndarray:
     """Replace hidden positions by the tracker's prediction from the last frames it saw.
 
     A ball last seen at rest is held where it was; one last seen moving is
@@ -389,7 +411,9 @@ SENSOR_MODELS: dict[int, Callable[..., Batch]] = {
 }
 
 
-def sense(truth: MatchTruth, nodes: tuple[int, ...], rng: np.random.Generator, tracker_hz: float = 120.0) -> list[Batch]:
+def sense(
+    truth: MatchTruth, nodes: tuple[int, ...], rng: np.random.Generator, tracker_hz: float = 120.0
+) -> list[Batch]:
     """Every present sensor node's frames about ``truth`` (hub frames excluded)."""
     out = []
     for node in nodes:
