@@ -95,9 +95,9 @@ class Referee:
     arrives) minus nodes a ``node_status`` reports not online.
     """
 
-    def __init__(self, table: Table = DEFAULT_TABLE, config: RulesConfig | None = None) -> None:
+    def __init__(self, table: Table = DEFAULT_TABLE, config: RulesConfig = RulesConfig()) -> None:  # noqa: B008 - frozen
         self.table = table
-        self.config = config or RulesConfig()
+        self.config = config
         self.state = MatchState()
         self._nodes: frozenset[str] = frozenset(SENSOR_NODES)
         self._down: set[str] = set()
@@ -407,18 +407,15 @@ class Referee:
         shot, line, pocketed, before = self._last
         self.state = copy.deepcopy(before)
         self._apply(shot, "legal", pocketed)
-        cleared = Finding(
-            "",
-            f"the referee cleared shot {shot.number} (was {line['verdict']}: "
-            f"{', '.join(line['rules']) or line.get('satisfied')})",
-            (ev["t_us"],),
-        )
-        out = _between("legal", shot.player, ev, [cleared]) | {
-            "overrules": shot.number,
+        was = ", ".join(line["rules"]) or line.get("satisfied")
+        reason = f"the referee cleared shot {shot.number} (was {line['verdict']}: {was})"
+        cleared = {
+            "reason": reason,
+            "evidence": [ev["t_us"]],
             "satisfied": None,
+            "overrules": shot.number,
         }
-        out["reason"] = cleared.reason
-        return [out]
+        return [_between("legal", shot.player, ev, []) | cleared]
 
 
 def _rules(findings: list[Finding]) -> list[str]:

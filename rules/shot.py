@@ -297,9 +297,8 @@ def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig, table: 
         )
         return out
     if first is None:
-        out.fouls.append(
-            Finding(item, f"{ball_name(shot.cue_ball)} touched no object ball", (shot.t0,))
-        )
+        cue = "the cue ball" if shot.cue_ball is None else ball_name(shot.cue_ball)
+        out.fouls.append(Finding(item, f"{cue} touched no object ball", (shot.t0,)))
         return out
     i0, ev0 = first
     after = shot.events[i0 + 1 :]

@@ -247,6 +247,11 @@ BREAK = [
         lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cushion(2, 4).end(),
         "12.1",
     ),
+    foul(
+        "12.1(2) twin: a cushion before the first contact does not count",
+        lambda: Match().shot().cushion(2, 3).hit(0, 1).cushion(3, 2).cushion(4, 4).end(),
+        "12.1",
+    ),
     legal(
         "12.1(3) two at cushions and an object ball across the centre line",
         lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cross(5).end(),

@@ -161,7 +161,7 @@ def seen_by(events: list[Event], nodes: tuple[str, ...]) -> list[Event]:
 
 
 def judge(events: list[Event], config: RulesConfig | None = None) -> list[Event]:
-    referee = Referee(config=config)
+    referee = Referee(config=config or RulesConfig())
     lines = [line for ev in events for line in referee.feed(ev)]
     return lines + referee.finish()
 
