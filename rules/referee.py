@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -418,15 +419,20 @@ class Referee:
         return [_between("legal", shot.player, ev, []) | cleared]
 
 
+def _rule_order(rule: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", rule))
+
+
 def _rules(findings: list[Finding]) -> list[str]:
-    return list(dict.fromkeys(f.rule for f in findings))
+    """The rules of the findings, each once, in the order of the rules text."""
+    return sorted(dict.fromkeys(f.rule for f in findings), key=_rule_order)
 
 
 def _lines(verdict: str, findings: list[Finding]) -> Line:
     return {
         "verdict": verdict,
         "rules": _rules(findings),
-        "reason": "; ".join(f.text for f in findings),
+        "reason": "; ".join(f.text for f in sorted(findings, key=lambda f: _rule_order(f.rule))),
         "evidence": sorted({t for f in findings for t in f.evidence}),
     }
 

@@ -451,6 +451,14 @@ class _Item20Scan(_Scan):
         return None
 
     def _cushion(self, x: int, c: int, t: int) -> Finding | None:
+        """Note 2 first: the cue ball sent on by the ball it hit is that clause, not (2)(b)."""
+        if x == self.cue and self.note2 is not None and c not in self.note2[1]:
+            found = self._note2(f"cushion {c}", t)
+            if found is not None:
+                return found
+        return self._cushion_clause(x, c, t)
+
+    def _cushion_clause(self, x: int, c: int, t: int) -> Finding | None:
         mine = self.cushions.setdefault(x, {})
         found = None
         other = _other(mine, c)
@@ -481,11 +489,13 @@ class _Item20Scan(_Scan):
                     (drive.crossed, drive.t_us, t),
                 )
         mine.setdefault(c, t)
-        if found is None and x == self.cue and self.note2 is not None and c not in self.note2[1]:
-            found = self._note2(f"cushion {c}", t)
         return found
 
     def _cross(self, x: int, t: int) -> Finding | None:
+        if x == self.cue and self.note2 is not None:
+            found = self._note2("the centre line", t)
+            if found is not None:
+                return found
         found = None
         mine = self.cushions.get(x, {})
         if mine:
@@ -504,8 +514,6 @@ class _Item20Scan(_Scan):
                     (drive.cushions[c], drive.t_us, t),
                 )
         self.crossed.setdefault(x, t)
-        if found is None and x == self.cue and self.note2 is not None:
-            found = self._note2("the centre line", t)
         return found
 
     def _contact(self, a: int, b: int, t: int) -> Finding | None:

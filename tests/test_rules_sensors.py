@@ -17,7 +17,7 @@ from rules.indicator import Indicator, indicator_for
 
 FOUL_18 = ("foul", ["18"])
 REF_20 = ("referee", ["19.1", "20"])  # minimum set: no first-contact time, push and result open
-REF_12 = ("referee", ["19.1", "12.1"])
+REF_12 = ("referee", ["12.1", "19.1"])
 
 # name, shot, verdict per set: full, middle (+ lines, acoustic), minimum
 SHOTS = [

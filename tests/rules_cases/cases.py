@@ -147,6 +147,19 @@ ITEM_20 = [
         lambda: after_break().shot(frozen={7: [3]}).hit(0, 7).hit(7, 0).cushion(0, 1).end(),
         "20 note 2",
     ),
+    legal(
+        "20 note 2: the frozen ball's cushion heard, then two collisions",
+        lambda: (
+            after_break()
+            .shot(frozen={7: [3]})
+            .hit(0, 7)
+            .cushion(7, 3)
+            .hit(7, 0)
+            .cushion(0, 1)
+            .end()
+        ),
+        "20 note 2",
+    ),
     foul(
         "20 note 2 twin: back to the cushion the ball rests against",
         lambda: after_break().shot(frozen={7: [3]}).hit(0, 7).hit(7, 0).cushion(0, 3).end(),
