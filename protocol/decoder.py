@@ -171,6 +171,9 @@ class StreamDecoder:
         # always its third byte on the wire (version and type are non-zero,
         # so COBS leaves them in place): together they size every table.
         ends = np.flatnonzero(buf == 0)
+        if not len(ends):
+            self._hold(buf, 0)
+            return Decoded(np.zeros(0, FRAME_DTYPE), {}, [], self.pending_bytes)
         starts = np.empty_like(ends)
         starts[:1] = 0
         starts[1:] = ends[:-1] + 1
@@ -203,17 +206,7 @@ class StreamDecoder:
         )
         if n:
             self._overflow_start = -1
-        tail = buf[consumed:]
-        if self._overflow_start < 0 and len(tail) > k.MAX_ENCODED:
-            self._overflow_start = self._offset + consumed
-        if self._overflow_start >= 0:
-            # Drop an over-long run as it arrives; the kernel reports it as a
-            # 'length' bad frame at its start once its delimiter comes.
-            self._offset += len(buf)
-            self._pending = buf[:0]
-        else:
-            self._offset += consumed
-            self._pending = tail.copy()
+        self._hold(buf, consumed)
         self._per_type += per_type
         frames = frames[:n]
         tables = {}
@@ -222,6 +215,23 @@ class StreamDecoder:
             start = region[t]
             tables[lay.spec.name] = records[start : start + sizes[t]].view(lay.dtype)[: per_type[t]]
         return Decoded(frames, tables, self._unknown(frames, raw), self.pending_bytes)
+
+    def _hold(self, buf: np.ndarray, consumed: int) -> None:
+        """Keep the unfinished frame after ``consumed``, unless it is too long.
+
+        An over-long run is dropped as it arrives (memory stays bounded); the
+        kernel reports it as a 'length' bad frame at its start once its
+        delimiter comes.
+        """
+        tail = buf[consumed:]
+        if self._overflow_start < 0 and len(tail) > k.MAX_ENCODED:
+            self._overflow_start = self._offset + consumed
+        if self._overflow_start >= 0:
+            self._offset += len(buf)
+            self._pending = buf[:0]
+        else:
+            self._offset += consumed
+            self._pending = tail.copy()
 
     @staticmethod
     def _unknown(frames: np.ndarray, raw: np.ndarray) -> list[UnknownFrame]:
