@@ -59,8 +59,9 @@ from .rows import (
 from .unwrap import unwrap_step
 
 # Scalar state
-S_EPOCH, S_BOOT, S_BASE, S_GLOBAL, S_LAST_REL, S_LATE, S_UNSYNCED_DROPPED, S_REFUSED_SYNC, S_HELLO = range(9)
-N_STATE = 9
+(S_EPOCH, S_BOOT, S_BASE, S_GLOBAL, S_LAST_REL, S_LATE, S_UNSYNCED_DROPPED, S_REFUSED_SYNC, S_HELLO,
+ S_UPTO) = range(10)
+N_STATE = 10
 # Per-node state columns
 NS_T, NS_HAS_T, NS_SEQ, NS_HAS_SEQ, NS_OWN, NS_SEEN, NS_PRESENT, NS_OFFLINE, NS_SILENT = range(9)
 N_NODE_STATE = 9
@@ -77,8 +78,10 @@ _STATUS_CODE = col("NODE_STATUS", "code")
 OFFLINE_CODE = 1
 
 #: The fusion's inputs; the rest only feed the clock models and the watermark.
-RELEASED_TYPES = ("HELLO", "NODE_STATUS", "CUE_CONTACT", "CUSHION_HIT", "POCKET_DROP", "BALL_TRACK",
-                  "LINE_CROSS", "BALL_CLICK", "KEYPAD")
+RELEASED_TYPES = (
+    "HELLO", "NODE_STATUS", "CUE_CONTACT", "CUSHION_HIT", "POCKET_DROP", "BALL_TRACK", "LINE_CROSS",
+    "BALL_CLICK", "KEYPAD",
+)
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,8 @@ def _pop(ht: np.ndarray, hi: np.ndarray, n: int) -> int:
 @njit(cache=True)
 def _release(rows, ht, hi, nh, rel, nrel, st, upto):
     """Pop every heap entry at or before ``upto`` into ``rel``."""
+    if upto > st[S_UPTO]:
+        st[S_UPTO] = min(upto, st[S_GLOBAL])  # "everything" means: all that has arrived
     while nh > 0 and ht[0] <= upto:
         if ht[0] < st[S_LAST_REL]:
             st[S_LATE] += 1
@@ -450,6 +455,11 @@ class Timeline:
     def hub_now(self) -> int:
         """The newest hub time the stream has shown (µs)."""
         return int(self.state[S_GLOBAL])
+
+    @property
+    def released_upto(self) -> int:
+        """Hub time up to which every row has been released (nothing earlier can follow)."""
+        return int(min(self.state[S_UPTO], self.state[S_GLOBAL]))
 
     @property
     def counters(self) -> dict[str, int]:

@@ -1,0 +1,171 @@
+"""Fusion's Python edge: kernel state, event records to EVENTS.md dicts, the ordered release.
+
+Events are few (thousands an hour), so each becomes a dict here; the
+per-frame work stays in :func:`kernel.fuse`.  The kernel emits some events
+with a time in the recent past (a contact derived between two tracker
+frames, a shot start whose struck ball was known a frame later), so they
+wait in a heap keyed by (hub time, type order, emission number) and leave
+it once the kernel's ``safe`` time has passed them: EVENTS.md's ``t_us``
+order holds, and the key is the same whatever the chunking.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from firmware_host.timing.timeline import Ordered
+from protocol.catalogue import KEYPAD_KEYS, NODE_NAMES, NODE_STATUS_CODES
+from protocol.geometry import DEFAULT_TABLE, LINE_NAMES, Table
+
+from . import kernel as k
+from .geometry import geometry
+
+COLOURS = {0: "white", 1: "coloured"}
+DIRECTIONS = {0: "front", 1: "back"}
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """Thresholds of the fusion (µs unless named); defaults from ICD §7 and RULES.md."""
+
+    debounce_us: int = 4_000  # ring-down window (ICD §7 rails)
+    debounce_ratio_pct: int = 40  # ring-down amplitude bound
+    double_hit_us: int = 300_000  # a second tip contact this soon is the same stroke (item 18)
+    quiet_us: int = 4_000_000  # no tracker: the shot ends this long after the last activity
+    still_frames: int = 3  # tracker frames with every ball still that end a shot
+    cue_wait_us: int = 100_000  # how long to wait for the struck ball to move
+    contact_gap_us: int = 40_000  # one contact per pair within this window
+    frozen_gap_mm: float = 1.5  # RULES.md: resting against a cushion
+
+    def array(self) -> np.ndarray:
+        return np.array([self.debounce_us, self.debounce_ratio_pct, self.double_hit_us, self.quiet_us,
+                         self.still_frames, self.cue_wait_us, self.contact_gap_us], np.int64)
+
+
+class FusionState:
+    """Everything :func:`kernel.fuse` carries from one call to the next."""
+
+    def __init__(self, params: FusionParams, table: Table) -> None:
+        self.fs = np.zeros(k.N_F, np.int64)
+        self.fs[k.F_SHOT] = 0
+        self.prm = params.array()
+        self.geo = geometry(table, params.frozen_gap_mm)
+        self.trk_t = np.zeros(k.HISTORY, np.int64)
+        self.trk_xy = np.zeros((k.HISTORY, 16, 2))
+        self.trk_on = np.zeros((k.HISTORY, 16), np.uint8)
+        self.trk_mv = np.zeros((k.HISTORY, 16), np.uint8)
+        self.rest_xy = np.zeros((16, 2))
+        self.rest_n = np.zeros(16, np.int64)
+        self.pair_t = np.full((16, 16), np.iinfo(np.int64).min // 2, np.int64)
+        self.cushion_last = np.full((6, 2), np.iinfo(np.int64).min // 2, np.int64)
+        self.pend_snap = np.zeros((1, 16, 3))
+        self.pend_frozen = np.zeros((1, 16), np.int64)
+        self.sb_t = np.zeros(k.SHOT_FRAMES, np.int64)
+        self.sb_xy = np.zeros((k.SHOT_FRAMES, 16, 2), np.float32)
+        self.sb_on = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
+        self.sb_mv = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.fs, self.prm, self.geo, self.trk_t, self.trk_xy, self.trk_on, self.trk_mv, self.rest_xy,
+                self.rest_n, self.pair_t, self.cushion_last, self.pend_snap, self.pend_frozen, self.sb_t,
+                self.sb_xy, self.sb_on, self.sb_mv)
+
+
+def _ball(b: int) -> int | None:
+    return None if b < 0 else int(b)
+
+
+def _layout(snap: np.ndarray, frozen: np.ndarray) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    balls = {str(b): [round(float(snap[b, 0]), 1), round(float(snap[b, 1]), 1)] for b in range(16) if snap[b, 2]}
+    rest = {str(b): [c for c in range(6) if frozen[b] >> c & 1] for b in range(16) if snap[b, 2] and frozen[b]}
+    return balls, rest
+
+
+def to_dict(rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.ndarray) -> dict[str, Any]:
+    """One event record as its EVENTS.md line."""
+    etype = int(rec[k.O_TYPE])
+    shot = int(rec[k.O_SHOT])
+    out: dict[str, Any] = {"t_us": int(rec[k.O_T]), "type": k.EVENT_NAMES[etype], "shot": shot if shot > 0 else None}
+    a, b = int(rec[k.O_A]), int(rec[k.O_B])
+    snap = int(rec[k.O_SNAP])
+    balls, rest = _layout(snaps[snap], frozen[snap]) if snap >= 0 else ({}, {})
+    if etype == k.EV_BOOT:
+        ball_um = int(rec[k.O_E])
+        out["boot_id"] = a
+        out["table"] = {"length_mm": float(rec[k.O_C]), "width_mm": float(rec[k.O_D]), "ball_mm": ball_um / 1000}
+        out["nodes"] = [NODE_NAMES[n] for n in range(8) if (b | 1) >> n & 1]
+    elif etype == k.EV_SHOT_START:
+        out |= {"cue_ball": _ball(int(rec[k.O_BALL])), "balls": balls, "frozen": rest}
+    elif etype == k.EV_CUE_CONTACT:
+        out |= {"duration_us": a, "force_n": b / 10}
+    elif etype == k.EV_BALL_CONTACT:
+        out["balls"] = [_ball(int(rec[k.O_BALL])), _ball(a)]
+    elif etype == k.EV_CUSHION:
+        out |= {"ball": _ball(int(rec[k.O_BALL])), "cushion": a}
+    elif etype == k.EV_POCKET:
+        out |= {"ball": _ball(int(rec[k.O_BALL])), "pocket": a, "colour": COLOURS.get(b)}
+    elif etype == k.EV_LINE_CROSS:
+        out |= {"ball": _ball(int(rec[k.O_BALL])), "line": LINE_NAMES[a], "direction": DIRECTIONS[b]}
+    elif etype == k.EV_BALL_MOVED:
+        out["ball"] = _ball(int(rec[k.O_BALL]))
+    elif etype == k.EV_SHOT_END:
+        flags = int(rec[k.O_FLAGS])
+        trail: dict[str, list[list[float]]] = {}
+        for p in paths[int(rec[k.O_PATH0]) : int(rec[k.O_PATH1])]:
+            trail.setdefault(str(int(p[0])), []).append([int(p[1]), round(float(p[2]), 1), round(float(p[3]), 1)])
+        out |= {"balls": balls, "certain": bool(flags & k.FLAG_CERTAIN),
+                "interrupted": bool(flags & k.FLAG_INTERRUPTED), "paths": trail}
+    elif etype == k.EV_REST:
+        out |= {"balls": balls, "frozen": rest}
+    elif etype == k.EV_KEYPAD:
+        out |= {"key": KEYPAD_KEYS.get(a, str(a)), "arg": b}
+    elif etype == k.EV_NODE_STATUS:
+        out |= {"node": NODE_NAMES.get(a, str(a)), "status": NODE_STATUS_CODES.get(b, str(b)),
+                "source": "host" if int(rec[k.O_C]) == k.STATUS_SILENT else "hub"}
+    return out
+
+
+class Fusion:
+    """Ordered rows in, EVENTS.md events out (in ``t_us`` order), across any number of calls."""
+
+    def __init__(self, params: FusionParams | None = None, table: Table = DEFAULT_TABLE) -> None:
+        self.params = params or FusionParams()
+        self.state = FusionState(self.params, table)
+        self._heap: list[tuple[int, int, int, dict[str, Any]]] = []
+
+    @property
+    def counters(self) -> dict[str, int]:
+        fs = self.state.fs
+        return {"shots": int(fs[k.F_SHOT]), "events_dropped": int(fs[k.F_EV_CUT]),
+                "path_points_dropped": int(fs[k.F_PATHS_CUT])}
+
+    def feed(self, ordered: Ordered, upto_hub_us: int) -> list[dict[str, Any]]:
+        """Rows the timeline released, and the hub time it has released up to."""
+        rows = ordered.rows
+        n = len(rows)
+        cap = 256 + 8 * n
+        n_track = int(np.count_nonzero(rows[:, k.C_TRACK] >= 0)) if n else 0
+        path_cap = 64 + 16 * min(k.SHOT_FRAMES, int(self.state.fs[k.F_SB_N]) + n_track + 1)
+        ev = np.empty((cap, k.N_OUT), np.int64)
+        snaps = np.zeros((cap, 16, 3))
+        frozen = np.zeros((cap, 16), np.int64)
+        paths = np.empty((path_cap, 4))
+        nev, _, _, safe = k.fuse(rows, ordered.tracks, np.int64(upto_hub_us), *self.state.arrays(),
+                                 ev, snaps, frozen, paths)
+        for rec in ev[:nev]:
+            heapq.heappush(self._heap, (int(rec[k.O_T]), int(rec[k.O_TYPE]), int(rec[k.O_SEQ]),
+                                        to_dict(rec, snaps, frozen, paths)))
+        return self._release(int(safe))
+
+    def flush(self) -> list[dict[str, Any]]:
+        return self._release(None)
+
+    def _release(self, before: int | None) -> list[dict[str, Any]]:
+        out = []
+        while self._heap and (before is None or self._heap[0][0] < before):
+            out.append(heapq.heappop(self._heap)[3])
+        return out

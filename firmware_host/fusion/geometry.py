@@ -1,0 +1,88 @@
+"""Table geometry for the fusion kernels: frozen balls, cushion contact points, nearest balls.
+
+numba versions of what :class:`protocol.geometry.Table` says in Python
+(ICD §6); the table's size comes in a small float array ``geo`` =
+(length, width, ball diameter, frozen gap) so a HELLO can change it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from protocol.geometry import DEFAULT_TABLE, Table
+
+G_L, G_W, G_D, G_GAP = range(4)
+FROZEN_GAP_MM = 1.5  # RULES.md: the tracker's uncertainty, configurable
+
+
+def geometry(table: Table = DEFAULT_TABLE, gap_mm: float = FROZEN_GAP_MM) -> np.ndarray:
+    return np.array([table.length_mm, table.width_mm, table.ball_mm, gap_mm], np.float64)
+
+
+@njit(cache=True)
+def cushion_gap(geo: np.ndarray, cushion: int, x: float, y: float) -> float:
+    """Ball surface to cushion nose (mm), +inf where the ball is not along that piece."""
+    L, W, r = geo[G_L], geo[G_W], geo[G_D] / 2
+    if cushion == 0:
+        return x - r
+    if cushion == 3:
+        return L - x - r
+    front = x < L / 2
+    if cushion == 1:
+        return y - r if front else np.inf
+    if cushion == 2:
+        return y - r if not front else np.inf
+    if cushion == 4:
+        return W - y - r if not front else np.inf
+    return W - y - r if front else np.inf  # 5
+
+
+@njit(cache=True)
+def frozen_mask(geo: np.ndarray, x: float, y: float) -> np.int64:
+    """Bit c set: the ball rests against cushion c (gap no larger than the configured one)."""
+    mask = np.int64(0)
+    for c in range(6):
+        if cushion_gap(geo, c, x, y) <= geo[G_GAP]:
+            mask |= np.int64(1) << c
+    return mask
+
+
+@njit(cache=True)
+def cushion_contact(geo: np.ndarray, cushion: int, pos_mm: float) -> tuple[float, float]:
+    """Where a ball's centre is when it touches ``cushion`` at ``pos_mm`` along it."""
+    L, W, r = geo[G_L], geo[G_W], geo[G_D] / 2
+    if cushion == 0:
+        return r, pos_mm
+    if cushion == 3:
+        return L - r, pos_mm
+    if cushion in (1, 2):
+        return pos_mm, r
+    return pos_mm, W - r
+
+
+@njit(cache=True)
+def pocket_xy(geo: np.ndarray, pocket: int) -> tuple[float, float]:
+    L, W = geo[G_L], geo[G_W]
+    xs = (0.0, L / 2, L, L, L / 2, 0.0)
+    ys = (0.0, 0.0, 0.0, W, W, W)
+    return xs[pocket], ys[pocket]
+
+
+@njit(cache=True)
+def line_x(geo: np.ndarray, line: int) -> float:
+    """ICD §6: line 0 the centre line (L/2), 1 the house line (L/4)."""
+    return geo[G_L] / 2 if line == 0 else geo[G_L] / 4
+
+
+@njit(cache=True)
+def nearest_ball(xy: np.ndarray, on: np.ndarray, penalty: np.ndarray, x: float, y: float, limit: float) -> int:
+    """The present ball nearest (x, y) after its penalty (mm), or -1 if none within ``limit``."""
+    best, best_d = -1, limit
+    for b in range(xy.shape[0]):
+        if not on[b]:
+            continue
+        d = np.hypot(xy[b, 0] - x, xy[b, 1] - y) + penalty[b]
+        if d < best_d:
+            best, best_d = b, d
+    return best

@@ -1,0 +1,604 @@
+"""The fusion state machine: hub-ordered rows in, EVENTS.md event records out.
+
+One numba kernel walks the rows the timeline released (hub-time order) and
+keeps everything it needs across calls in arrays (:class:`FusionState`), so
+a capture in one call and a live stream in many calls emit the same events.
+Decisions, in the order ICD §7 and RULES.md force them:
+
+* **Cushion ring-down**: a hit on the cushion that took the last accepted
+  hit, within 4 ms and under 40 % of its amplitude, is the same impact.
+* **Attribution** (tracker present and alive): the ball whose position,
+  carried from its last two tracker frames to the event's hub time, is
+  nearest the place the sensor names (cushion contact point, pocket, line
+  crossing point, click position); balls at rest pay a penalty since they
+  do not hit cushions or fall.  No tracker: ``ball`` is -1 (null).
+* **Ball-ball contacts**: a click is matched to the pair of balls whose
+  carried positions are one diameter apart nearest the click; with no click
+  (acoustic node absent, or the ~1 % soft contacts it misses) a contact is
+  derived from the trajectories: two balls whose straight-line motion since
+  the last frame would overlap, at the time their centres were one diameter
+  apart; and a ball at rest that starts moving next to a moving ball was
+  hit by it (a frozen cluster, the rack).  A click never doubles a contact.
+* **Line crossings** come from the curtain; without it, from a ball centre
+  changing side of x = L/2 or L/4 between two frames (time interpolated).
+* **Shots**: a tip contact starts one (``cue_ball`` = the ball that starts
+  moving first after it); a second tip contact within ``double_hit_us`` of
+  the first is part of the same stroke (item 18), a later one while balls
+  still move ends the shot as ``interrupted`` (14.2) and starts the next.
+  A shot ends when every ball is still (spinning counts as moving) for
+  ``still_frames`` frames, at the first still frame; without a live tracker,
+  ``quiet_us`` after the last sensor activity, ``certain: false``.
+* **ball_moved**: a ball at rest starts moving with no tip contact and no
+  contact to cause it; **rest**: the table still again after that, outside
+  a shot.
+
+Events come out of the kernel in emission order, each with its hub time;
+some carry a time in the recent past (a derived contact between two
+frames), so the caller re-sorts them and releases only those before
+``safe`` (the earliest time a later emission could still carry).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from firmware_host.timing.rows import (
+    C_HUB,
+    C_TRACK,
+    C_TYPE,
+    NODE_BACK,
+    NODE_SILENT,
+    P0,
+    col,
+    type_of,
+)
+
+from .geometry import (
+    G_D,
+    cushion_contact,
+    frozen_mask,
+    line_x,
+    nearest_ball,
+    pocket_xy,
+)
+from .paths import simplify
+
+# Event type codes, in the order events of the same hub time are written
+# (a shot ends before the next starts; a shot starts before its tip contact).
+(
+    EV_BOOT,
+    EV_NODE_STATUS,
+    EV_KEYPAD,
+    EV_SHOT_END,
+    EV_REST,
+    EV_SHOT_START,
+    EV_CUE_CONTACT,
+    EV_BALL_CONTACT,
+    EV_CUSHION,
+    EV_POCKET,
+    EV_LINE_CROSS,
+    EV_BALL_MOVED,
+) = range(12)
+EVENT_NAMES = (
+    "boot", "node_status", "keypad", "shot_end", "rest", "shot_start", "cue_contact",
+    "ball_contact", "cushion", "pocket", "line_cross", "ball_moved",
+)
+
+# Event record columns
+O_T, O_TYPE, O_SEQ, O_SHOT, O_BALL, O_A, O_B, O_C, O_D, O_E, O_SNAP, O_PATH0, O_PATH1, O_FLAGS = range(14)
+N_OUT = 14
+FLAG_CERTAIN, FLAG_INTERRUPTED = 1, 2
+STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
+
+# Scalar state
+(
+    F_SHOT, F_IN_SHOT, F_FIRST_CUE_T, F_LAST_ACT, F_CUE_PENDING, F_CUE_T, F_PRESENT, F_DOWN,
+    F_STILL_RUN, F_STILL_T, F_DIRTY, F_NOW, F_TRK_N, F_SB_N, F_SEQ, F_MOVED, F_PATHS_CUT, F_EV_CUT,
+) = range(18)
+N_F = 18
+# Parameters
+(PR_DEBOUNCE_US, PR_DEBOUNCE_RATIO_PCT, PR_DOUBLE_HIT_US, PR_QUIET_US, PR_STILL_FRAMES,
+ PR_CUE_WAIT_US, PR_CONTACT_GAP_US) = range(7)
+
+TRACKER, LINES, ACOUSTIC = 4, 5, 6
+MOVING_BITS = 3  # BALL_TRACK.state: moving | spinning in place (item 14.1: spinning is moving)
+HISTORY = 3  # tracker frames kept
+SHOT_FRAMES = 16384  # tracker frames kept per shot for its paths (136 s at 120 Hz)
+
+T_HELLO, T_NODE_STATUS, T_CUE, T_CUSHION, T_POCKET, T_TRACK, T_LINE, T_CLICK, T_KEYPAD = (
+    type_of(n) for n in ("HELLO", "NODE_STATUS", "CUE_CONTACT", "CUSHION_HIT", "POCKET_DROP", "BALL_TRACK",
+                         "LINE_CROSS", "BALL_CLICK", "KEYPAD")
+)
+H_BOOT, H_PRESENT = col("HELLO", "boot_id"), col("HELLO", "nodes_present")
+H_LEN, H_WID, H_BALL = col("HELLO", "table_length_mm"), col("HELLO", "table_width_mm"), col("HELLO", "ball_diameter_um")
+S_PEER, S_CODE = col("NODE_STATUS", "peer"), col("NODE_STATUS", "code")
+CUE_DUR, CUE_FORCE = col("CUE_CONTACT", "duration_us"), col("CUE_CONTACT", "peak_force_dn")
+CH_CUSHION, CH_POS, CH_AMP = col("CUSHION_HIT", "cushion"), col("CUSHION_HIT", "pos_mm"), col("CUSHION_HIT", "amplitude")
+PD_POCKET, PD_COLOUR = col("POCKET_DROP", "pocket"), col("POCKET_DROP", "colour")
+LC_LINE, LC_POS, LC_DIR = col("LINE_CROSS", "line"), col("LINE_CROSS", "pos_mm"), col("LINE_CROSS", "direction")
+BC_X, BC_Y = col("BALL_CLICK", "x_mm"), col("BALL_CLICK", "y_mm")
+KP_KEY, KP_ARG = col("KEYPAD", "key"), col("KEYPAD", "arg")
+BT_COUNT = col("BALL_TRACK", "count")
+
+AT_REST_PENALTY_MM = 150.0  # a ball at rest rarely hits a cushion or drops
+ATTRIBUTION_LIMIT_MM = 300.0
+CONTACT_TOLERANCE_MM = 3.0  # overlap beyond the tracker noise that proves a contact
+CLICK_PAIR_GAP_MM = 20.0
+CLICK_RADIUS_MM = 200.0  # acoustic position σ 30 mm, plus the pair's spread
+NEIGHBOUR_MM = 10.0  # a ball starting to move this close to a mover was hit by it
+
+
+@njit(cache=True)
+def _emit(ev, nev, fs, t, etype, ball, a, b, c, d, e):
+    if nev >= ev.shape[0]:
+        fs[F_EV_CUT] += 1  # the caller sized ev too small: counted, never written past
+        return nev
+    ev[nev, O_T] = t
+    ev[nev, O_TYPE] = etype
+    ev[nev, O_SEQ] = fs[F_SEQ]
+    fs[F_SEQ] += 1
+    ev[nev, O_SHOT] = fs[F_SHOT] if fs[F_IN_SHOT] else -1
+    ev[nev, O_BALL] = ball
+    ev[nev, O_A] = a
+    ev[nev, O_B] = b
+    ev[nev, O_C] = c
+    ev[nev, O_D] = d
+    ev[nev, O_E] = e
+    ev[nev, O_SNAP] = -1
+    ev[nev, O_PATH0] = 0
+    ev[nev, O_PATH1] = 0
+    ev[nev, O_FLAGS] = 0
+    return nev + 1
+
+
+@njit(cache=True)
+def _tracker_up(fs):
+    return ((fs[F_PRESENT] >> TRACKER) & 1) != 0 and ((fs[F_DOWN] >> TRACKER) & 1) == 0
+
+
+@njit(cache=True)
+def _tracker_alive(fs):
+    return _tracker_up(fs) and fs[F_TRK_N] > 0
+
+
+@njit(cache=True)
+def _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, out_xy, out_on, penalty):
+    """Every ball's position carried from its last two frames to hub time ``t``."""
+    n = fs[F_TRK_N]
+    k = (n - 1) % HISTORY
+    p = (n - 2) % HISTORY
+    for b in range(16):
+        out_on[b] = trk_on[k, b]
+        out_xy[b, 0] = trk_xy[k, b, 0]
+        out_xy[b, 1] = trk_xy[k, b, 1]
+        penalty[b] = 0.0 if trk_mv[k, b] else AT_REST_PENALTY_MM
+        if n >= 2 and trk_on[k, b] and trk_on[p, b] and trk_mv[k, b] and trk_t[k] > trk_t[p]:
+            f = (t - trk_t[k]) / (trk_t[k] - trk_t[p])
+            out_xy[b, 0] += (trk_xy[k, b, 0] - trk_xy[p, b, 0]) * f
+            out_xy[b, 1] += (trk_xy[k, b, 1] - trk_xy[p, b, 1]) * f
+
+
+@njit(cache=True)
+def _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_xy, trk_on, fs, geo):
+    """Positions (rest average where the ball is still) and frozen cushions of every present ball."""
+    k = (fs[F_TRK_N] - 1) % HISTORY
+    for b in range(16):
+        on = fs[F_TRK_N] > 0 and trk_on[k, b]
+        snaps[nsnap, b, 2] = 1.0 if on else 0.0
+        if rest_n[b] > 0:
+            x, y = rest_xy[b, 0], rest_xy[b, 1]
+        else:
+            x, y = trk_xy[k, b, 0], trk_xy[k, b, 1]
+        snaps[nsnap, b, 0] = x
+        snaps[nsnap, b, 1] = y
+        frozen[nsnap, b] = frozen_mask(geo, x, y) if on and rest_n[b] > 0 else 0
+    return nsnap + 1
+
+
+@njit(cache=True)
+def _end_shot(ev, nev, fs, t, flags, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
+              trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, with_tracker):
+    nev = _emit(ev, nev, fs, t, EV_SHOT_END, -1, 0, 0, 0, 0, 0)
+    ev[nev - 1, O_FLAGS] = flags
+    if nsnap >= snaps.shape[0]:
+        with_tracker = False
+    if with_tracker:
+        ev[nev - 1, O_SNAP] = nsnap
+        nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_xy, trk_on, fs, geo)
+        ev[nev - 1, O_PATH0] = npath
+        n = fs[F_SB_N]
+        keep = np.empty(n, np.bool_)
+        xs = np.empty(n)
+        ys = np.empty(n)
+        ts = np.empty(n, np.int64)
+        for b in range(16):
+            first, last = -1, -1
+            for i in range(n):
+                if sb_mv[i, b]:
+                    if first < 0:
+                        first = i
+                    last = i
+            if first < 0:
+                continue
+            m = 0
+            for i in range(max(first - 1, 0), min(last + 2, n)):
+                if sb_on[i, b]:
+                    xs[m], ys[m], ts[m] = sb_xy[i, b, 0], sb_xy[i, b, 1], sb_t[i]
+                    m += 1
+            simplify(xs[:m], ys[:m], 2.0, keep)
+            for i in range(m):
+                if keep[i]:
+                    if npath >= paths.shape[0]:
+                        fs[F_PATHS_CUT] += 1
+                        break
+                    paths[npath, 0] = b
+                    paths[npath, 1] = ts[i]
+                    paths[npath, 2] = xs[i]
+                    paths[npath, 3] = ys[i]
+                    npath += 1
+        ev[nev - 1, O_PATH1] = npath
+    fs[F_IN_SHOT] = 0
+    fs[F_CUE_PENDING] = 0
+    fs[F_DIRTY] = 0
+    fs[F_SB_N] = 0
+    return nev, nsnap, npath
+
+
+@njit(cache=True)
+def _start_shot_event(ev, nev, fs, ball, snaps, frozen, nsnap, pend_snap, pend_frozen, with_tracker):
+    nev = _emit(ev, nev, fs, fs[F_CUE_T], EV_SHOT_START, ball, 0, 0, 0, 0, 0)
+    if with_tracker:
+        ev[nev - 1, O_SNAP] = nsnap
+        snaps[nsnap] = pend_snap[0]
+        frozen[nsnap] = pend_frozen[0]
+        nsnap += 1
+    fs[F_CUE_PENDING] = 0
+    return nev, nsnap
+
+
+@njit(cache=True)
+def _contact_time(pi, pj, vi, vj, D, span):
+    """When two centres moving straight from pi, pj at vi, vj (per µs) were D apart, within span."""
+    dpx, dpy = pi[0] - pj[0], pi[1] - pj[1]
+    dvx, dvy = vi[0] - vj[0], vi[1] - vj[1]
+    a = dvx * dvx + dvy * dvy
+    b = 2 * (dpx * dvx + dpy * dvy)
+    c = dpx * dpx + dpy * dpy - D * D
+    if a <= 0.0:
+        return span
+    disc = b * b - 4 * a * c
+    if disc < 0:
+        return span
+    s = (-b - np.sqrt(disc)) / (2 * a)
+    return min(max(s, 0.0), span)
+
+
+@njit(cache=True)
+def _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t,
+                 ev, nev, snaps, frozen, nsnap, paths, npath, pend_snap, pend_frozen,
+                 sb_t, sb_xy, sb_on, sb_mv):
+    t = rows[r, C_HUB]
+    ti = rows[r, C_TRACK]
+    n = fs[F_TRK_N]
+    k = n % HISTORY
+    p = (n - 1) % HISTORY
+    q = (n - 2) % HISTORY
+    trk_t[k] = t
+    trk_on[k, :] = 0
+    trk_mv[k, :] = 0
+    for j in range(min(rows[r, BT_COUNT], 16)):
+        b = tracks[ti, j, 0]
+        if 0 <= b < 16:
+            trk_on[k, b] = 1
+            trk_mv[k, b] = 1 if tracks[ti, j, 1] & MOVING_BITS else 0
+            trk_xy[k, b, 0] = tracks[ti, j, 2] / 10.0
+            trk_xy[k, b, 1] = tracks[ti, j, 3] / 10.0
+    fs[F_TRK_N] = n + 1
+    D = geo[G_D]
+    any_moving = False
+    for b in range(16):
+        if trk_on[k, b] and trk_mv[k, b]:
+            any_moving = True
+    if any_moving:
+        fs[F_LAST_ACT] = t
+    if n >= 1:
+        dt = float(t - trk_t[p])
+        started = np.zeros(16, np.bool_)
+        for b in range(16):
+            started[b] = trk_on[k, b] and trk_on[p, b] and trk_mv[k, b] and not trk_mv[p, b]
+            if trk_on[k, b] != trk_on[p, b] and not fs[F_IN_SHOT]:
+                fs[F_DIRTY] = 1  # a ball put on (or taken off) the table
+                fs[F_STILL_RUN] = -1  # the layout changed: count still frames again
+        # velocities (mm/µs) over the previous frame pair
+        vel = np.zeros((16, 2))
+        if n >= 2 and trk_t[p] > trk_t[q]:
+            for b in range(16):
+                if trk_on[p, b] and trk_on[q, b] and trk_mv[p, b]:
+                    vel[b, 0] = (trk_xy[p, b, 0] - trk_xy[q, b, 0]) / (trk_t[p] - trk_t[q])
+                    vel[b, 1] = (trk_xy[p, b, 1] - trk_xy[q, b, 1]) / (trk_t[p] - trk_t[q])
+        # contacts from trajectories: straight-line motion would overlap
+        for i in range(16):
+            if not (trk_on[k, i] and trk_on[p, i]):
+                continue
+            for j in range(i + 1, 16):
+                if not (trk_on[k, j] and trk_on[p, j]):
+                    continue
+                if not (trk_mv[p, i] or trk_mv[p, j]):
+                    continue
+                qx = trk_xy[p, i, 0] + vel[i, 0] * dt - trk_xy[p, j, 0] - vel[j, 0] * dt
+                qy = trk_xy[p, i, 1] + vel[i, 1] * dt - trk_xy[p, j, 1] - vel[j, 1] * dt
+                if np.hypot(qx, qy) >= D - CONTACT_TOLERANCE_MM:
+                    continue
+                s = _contact_time(trk_xy[p, i], trk_xy[p, j], vel[i], vel[j], D, dt)
+                tau = trk_t[p] + np.int64(s)
+                if tau - pair_t[i, j] > prm[PR_CONTACT_GAP_US]:
+                    nev = _emit(ev, nev, fs, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+                    pair_t[i, j] = tau
+                    fs[F_LAST_ACT] = max(fs[F_LAST_ACT], tau)
+        # line crossings from trajectories when there is no curtain
+        if ((fs[F_PRESENT] >> LINES) & 1) == 0:
+            for b in range(16):
+                if not (trk_on[k, b] and trk_on[p, b] and (trk_mv[k, b] or trk_mv[p, b])):
+                    continue
+                for line in range(2):
+                    lx = line_x(geo, line)
+                    x0, x1 = trk_xy[p, b, 0], trk_xy[k, b, 0]
+                    if (x0 >= lx) != (x1 >= lx):
+                        tau = trk_t[p] + np.int64(dt * (lx - x0) / (x1 - x0))
+                        nev = _emit(ev, nev, fs, tau, EV_LINE_CROSS, b, line, 1 if x1 > x0 else 0, 0, 0, 0)
+        # the struck ball: the first to start moving after the tip contact
+        if fs[F_CUE_PENDING] and t > fs[F_CUE_T]:
+            best, best_d = -1, -1.0
+            for b in range(16):
+                if started[b]:
+                    d = np.hypot(trk_xy[k, b, 0] - pend_snap[0, b, 0], trk_xy[k, b, 1] - pend_snap[0, b, 1])
+                    if d > best_d:
+                        best, best_d = b, d
+            if best >= 0:
+                started[best] = False
+                nev, nsnap = _start_shot_event(ev, nev, fs, best, snaps, frozen, nsnap, pend_snap, pend_frozen, True)
+            elif t > fs[F_CUE_T] + prm[PR_CUE_WAIT_US]:
+                nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, True)
+        # other balls that start moving: hit by a neighbour, or moved by hand (item 17)
+        for b in range(16):
+            if not started[b]:
+                continue
+            fs[F_MOVED] = 1
+            caused = False
+            for o in range(16):
+                lo, hi = min(b, o), max(b, o)
+                if o != b and pair_t[lo, hi] >= trk_t[p] - prm[PR_CONTACT_GAP_US]:
+                    caused = True
+            if not caused:
+                best, best_d = -1, D + NEIGHBOUR_MM
+                for o in range(16):
+                    if o == b or not trk_on[k, o] or not (trk_mv[k, o] or trk_mv[p, o]):
+                        continue
+                    d = np.hypot(trk_xy[p, b, 0] - trk_xy[p, o, 0], trk_xy[p, b, 1] - trk_xy[p, o, 1])
+                    if d < best_d:
+                        best, best_d = o, d
+                if best >= 0:
+                    lo, hi = min(b, best), max(b, best)
+                    tau = trk_t[p] + np.int64(dt / 2)
+                    nev = _emit(ev, nev, fs, tau, EV_BALL_CONTACT, lo, hi, 0, 0, 0, 0)
+                    pair_t[lo, hi] = tau
+                    caused = True
+            if not caused:
+                nev = _emit(ev, nev, fs, trk_t[p], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
+                if not fs[F_IN_SHOT]:
+                    fs[F_DIRTY] = 1
+    # rest averages: a still ball's position, averaged to beat the tracker's noise
+    for b in range(16):
+        if trk_on[k, b] and not trk_mv[k, b]:
+            rest_n[b] = min(rest_n[b] + 1, 64)
+            rest_xy[b, 0] += (trk_xy[k, b, 0] - rest_xy[b, 0]) / rest_n[b]
+            rest_xy[b, 1] += (trk_xy[k, b, 1] - rest_xy[b, 1]) / rest_n[b]
+        else:
+            rest_n[b] = 0
+    if fs[F_IN_SHOT] and fs[F_SB_N] < SHOT_FRAMES:
+        i = fs[F_SB_N]
+        sb_t[i] = t
+        for b in range(16):
+            sb_xy[i, b, 0] = trk_xy[k, b, 0]
+            sb_xy[i, b, 1] = trk_xy[k, b, 1]
+            sb_on[i, b] = trk_on[k, b]
+            sb_mv[i, b] = trk_mv[k, b]
+        fs[F_SB_N] = i + 1
+    # every ball still: the shot ends (or the table is at rest again)
+    if any_moving or fs[F_STILL_RUN] < 0:
+        fs[F_STILL_RUN] = 0
+    else:
+        if fs[F_STILL_RUN] == 0:
+            fs[F_STILL_T] = t
+        fs[F_STILL_RUN] += 1
+        if fs[F_STILL_RUN] >= prm[PR_STILL_FRAMES]:
+            if fs[F_IN_SHOT] and not fs[F_CUE_PENDING] and fs[F_MOVED]:
+                nev, nsnap, npath = _end_shot(ev, nev, fs, fs[F_STILL_T], FLAG_CERTAIN, snaps, frozen, nsnap,
+                                              paths, npath, rest_xy, rest_n, trk_xy, trk_on,
+                                              sb_t, sb_xy, sb_on, sb_mv, geo, True)
+            elif not fs[F_IN_SHOT] and fs[F_DIRTY]:
+                nev = _emit(ev, nev, fs, fs[F_STILL_T], EV_REST, -1, 0, 0, 0, 0, 0)
+                ev[nev - 1, O_SNAP] = nsnap
+                nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_xy, trk_on, fs, geo)
+                fs[F_DIRTY] = 0
+    return nev, nsnap, npath
+
+
+@njit(cache=True)
+def _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
+               trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen):
+    """No live tracker: a shot ends ``quiet_us`` after the last sensor activity (uncertain)."""
+    if fs[F_IN_SHOT] and not _tracker_alive(fs):
+        deadline = fs[F_LAST_ACT] + prm[PR_QUIET_US]
+        if deadline <= upto:
+            if fs[F_CUE_PENDING]:
+                nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, False)
+            nev, nsnap, npath = _end_shot(ev, nev, fs, deadline, 0, snaps, frozen, nsnap, paths, npath,
+                                          rest_xy, rest_n, trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, False)
+    return nev, nsnap, npath
+
+
+@njit(cache=True)
+def fuse(
+    rows, tracks, upto, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t, cushion_last,
+    pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv, ev, snaps, frozen, paths,
+):
+    """Rows in hub order -> event records; returns (events, snapshots, path points, safe time)."""
+    nev = 0
+    nsnap = 0
+    npath = 0
+    xy = np.empty((16, 2))
+    on = np.zeros(16, np.bool_)
+    pen = np.empty(16)
+    for r in range(len(rows)):
+        t = rows[r, C_HUB]
+        mtype = rows[r, C_TYPE]
+        nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, t, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
+                                       trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
+        fs[F_NOW] = max(fs[F_NOW], t)
+        tracked = _tracker_alive(fs)
+        if mtype == T_TRACK:
+            if _tracker_up(fs):
+                nev, nsnap, npath = _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv,
+                                                 rest_xy, rest_n, pair_t, ev, nev, snaps, frozen, nsnap, paths,
+                                                 npath, pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv)
+        elif mtype == T_CUSHION:
+            c = rows[r, CH_CUSHION]
+            amp = rows[r, CH_AMP]
+            if 0 <= c < 6:
+                ring = (t - cushion_last[c, 0] <= prm[PR_DEBOUNCE_US]
+                        and amp * 100 < cushion_last[c, 1] * prm[PR_DEBOUNCE_RATIO_PCT])
+                if not ring:
+                    cushion_last[c, 0] = t
+                    cushion_last[c, 1] = amp
+                    ball = -1
+                    if tracked:
+                        _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
+                        cx, cy = cushion_contact(geo, c, float(rows[r, CH_POS]))
+                        ball = nearest_ball(xy, on, pen, cx, cy, ATTRIBUTION_LIMIT_MM)
+                    nev = _emit(ev, nev, fs, t, EV_CUSHION, ball, c, 0, 0, 0, 0)
+                    fs[F_LAST_ACT] = t
+        elif mtype == T_POCKET:
+            pk = rows[r, PD_POCKET]
+            if 0 <= pk < 6:
+                ball = -1
+                if tracked:
+                    _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
+                    px, py = pocket_xy(geo, pk)
+                    ball = nearest_ball(xy, on, pen, px, py, ATTRIBUTION_LIMIT_MM)
+                colour = rows[r, PD_COLOUR]
+                nev = _emit(ev, nev, fs, t, EV_POCKET, ball, pk, colour if colour <= 1 else -1, 0, 0, 0)
+                fs[F_LAST_ACT] = t
+        elif mtype == T_LINE:
+            fs[F_LAST_ACT] = t
+            line, direction = rows[r, LC_LINE], rows[r, LC_DIR]
+            if direction <= 1 and 0 <= line <= 1:
+                ball = -1
+                if tracked:
+                    _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
+                    ball = nearest_ball(xy, on, pen, line_x(geo, line), float(rows[r, LC_POS]), ATTRIBUTION_LIMIT_MM)
+                nev = _emit(ev, nev, fs, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
+        elif mtype == T_CLICK:
+            if tracked:
+                _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
+                cx, cy = float(rows[r, BC_X]), float(rows[r, BC_Y])
+                best_i, best_j, best_s = -1, -1, np.inf
+                for i in range(16):
+                    if not on[i]:
+                        continue
+                    for j in range(i + 1, 16):
+                        if not on[j] or (pen[i] > 0 and pen[j] > 0):
+                            continue  # two balls at rest do not click
+                        if t - pair_t[i, j] <= prm[PR_CONTACT_GAP_US]:
+                            continue
+                        gap = abs(np.hypot(xy[i, 0] - xy[j, 0], xy[i, 1] - xy[j, 1]) - geo[G_D])
+                        far = np.hypot((xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy)
+                        if gap < CLICK_PAIR_GAP_MM and far < CLICK_RADIUS_MM and gap + 0.2 * far < best_s:
+                            best_i, best_j, best_s = i, j, gap + 0.2 * far
+                if best_i >= 0:
+                    nev = _emit(ev, nev, fs, t, EV_BALL_CONTACT, best_i, best_j, 0, 0, 0, 0)
+                    pair_t[best_i, best_j] = t
+                    fs[F_LAST_ACT] = t
+            elif fs[F_IN_SHOT]:
+                nev = _emit(ev, nev, fs, t, EV_BALL_CONTACT, -1, -1, 0, 0, 0, 0)
+                fs[F_LAST_ACT] = t
+        elif mtype == T_CUE:
+            same_stroke = fs[F_IN_SHOT] and t - fs[F_FIRST_CUE_T] <= prm[PR_DOUBLE_HIT_US]
+            if not same_stroke:
+                if fs[F_IN_SHOT]:
+                    if fs[F_CUE_PENDING]:
+                        nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap,
+                                                       pend_frozen, tracked)
+                    flags = FLAG_CERTAIN | FLAG_INTERRUPTED if tracked else 0
+                    nev, nsnap, npath = _end_shot(ev, nev, fs, t, flags, snaps, frozen, nsnap, paths, npath,
+                                                  rest_xy, rest_n, trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv,
+                                                  geo, tracked)
+                fs[F_SHOT] += 1
+                fs[F_IN_SHOT] = 1
+                fs[F_FIRST_CUE_T] = t
+                fs[F_CUE_T] = t
+                fs[F_MOVED] = 0
+                fs[F_STILL_RUN] = 0
+                fs[F_SB_N] = 0
+                if tracked:
+                    # the layout before the shot, kept until the struck ball is known
+                    _snapshot(pend_snap, pend_frozen, 0, rest_xy, rest_n, trk_xy, trk_on, fs, geo)
+                    fs[F_CUE_PENDING] = 1
+                    k = (fs[F_TRK_N] - 1) % HISTORY
+                    sb_t[0] = trk_t[k]
+                    for b in range(16):
+                        sb_xy[0, b, 0] = trk_xy[k, b, 0]
+                        sb_xy[0, b, 1] = trk_xy[k, b, 1]
+                        sb_on[0, b] = trk_on[k, b]
+                        sb_mv[0, b] = 0
+                    fs[F_SB_N] = 1
+                else:
+                    nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen,
+                                                   False)
+            nev = _emit(ev, nev, fs, t, EV_CUE_CONTACT, -1, rows[r, CUE_DUR], rows[r, CUE_FORCE], 0, 0, 0)
+            fs[F_LAST_ACT] = t
+        elif mtype == T_KEYPAD:
+            nev = _emit(ev, nev, fs, t, EV_KEYPAD, -1, rows[r, KP_KEY], rows[r, KP_ARG], 0, 0, 0)
+        elif mtype == T_NODE_STATUS or mtype == NODE_SILENT or mtype == NODE_BACK:
+            if mtype == T_NODE_STATUS:
+                node, code, who = rows[r, S_PEER], rows[r, S_CODE], STATUS_FROM_HUB
+            else:
+                node, code, who = rows[r, P0], 1 if mtype == NODE_SILENT else 0, STATUS_SILENT
+            if 0 <= node < 16:
+                if code == 1:
+                    fs[F_DOWN] |= np.int64(1) << node
+                elif code == 0:
+                    fs[F_DOWN] &= ~(np.int64(1) << node)
+                if node == TRACKER and code == 1:
+                    fs[F_TRK_N] = 0  # its history is stale when it comes back
+            nev = _emit(ev, nev, fs, t, EV_NODE_STATUS, -1, node, code, who, 0, 0)
+        elif mtype == T_HELLO:
+            if fs[F_IN_SHOT]:
+                if fs[F_CUE_PENDING]:
+                    nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen,
+                                                   tracked)
+                nev, nsnap, npath = _end_shot(ev, nev, fs, t, 0, snaps, frozen, nsnap, paths, npath, rest_xy,
+                                              rest_n, trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, False)
+            fs[F_PRESENT] = rows[r, H_PRESENT] | 1
+            fs[F_DOWN] = 0
+            fs[F_TRK_N] = 0
+            rest_n[:] = 0
+            if rows[r, H_LEN] > 0 and rows[r, H_WID] > 0 and rows[r, H_BALL] > 0:
+                geo[0] = rows[r, H_LEN]
+                geo[1] = rows[r, H_WID]
+                geo[2] = rows[r, H_BALL] / 1000.0
+            nev = _emit(ev, nev, fs, t, EV_BOOT, -1, rows[r, H_BOOT], rows[r, H_PRESENT], rows[r, H_LEN],
+                        rows[r, H_WID], rows[r, H_BALL])
+    nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
+                                   trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
+    fs[F_NOW] = max(fs[F_NOW], upto)
+    # the earliest hub time a later emission may still carry
+    safe = fs[F_NOW]
+    if _tracker_alive(fs):
+        safe = min(safe, trk_t[(fs[F_TRK_N] - 1) % HISTORY])
+        if fs[F_STILL_RUN] > 0 and (fs[F_IN_SHOT] or fs[F_DIRTY]):
+            safe = min(safe, fs[F_STILL_T])
+    if fs[F_CUE_PENDING]:
+        safe = min(safe, fs[F_CUE_T])
+    return nev, nsnap, npath, safe

@@ -1,0 +1,89 @@
+"""Wire frames to ordered events: the batch path (a capture) and the live path (the daemon).
+
+Both run the same two stateful stages -- :class:`~firmware_host.timing.timeline.Timeline`
+(clock mapping, hub-time order) and :class:`~.events.Fusion` (EVENTS.md
+events) -- on rows from the decoder; the batch path simply feeds a whole
+capture in large slices and flushes at the end, so the two give identical
+events for the same bytes.
+
+>>> stream = EventStream()                                   # doctest: +SKIP
+>>> for chunk in transport:                                  # doctest: +SKIP
+...     for event in stream.feed(decoder.feed(chunk.data), chunk.host_rx_ns):
+...         publish(event)
+...     # and every few ms, with no data: stream.tick(time.monotonic_ns())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from firmware_host.timing.rows import C_TRACK, to_rows
+from firmware_host.timing.timeline import RELEASED_TYPES, Timeline, TimelineParams
+from protocol.decoder import Decoded, decode_capture
+from protocol.geometry import DEFAULT_TABLE, Table
+
+from .events import Fusion, FusionParams
+
+ROW_TYPES = frozenset((*RELEASED_TYPES, "CLOCK_SYNC"))
+BATCH_ROWS = 1 << 18  # rows per slice on the batch path: bounded memory for any capture
+
+
+class EventStream:
+    """Decoded frames in (stream order), ordered EVENTS.md events out."""
+
+    def __init__(
+        self,
+        timeline: TimelineParams | None = None,
+        fusion: FusionParams | None = None,
+        table: Table = DEFAULT_TABLE,
+    ) -> None:
+        self.timeline = Timeline(timeline)
+        self.fusion = Fusion(fusion, table)
+
+    def feed(self, decoded: Decoded, host_rx_ns: int | None = None) -> list[dict[str, Any]]:
+        """The events that the frames of one decoder feed release.
+
+        ``host_rx_ns``: the host's monotonic clock when the chunk was read
+        (live); it only makes events come out sooner, never changes them.
+        """
+        rows, tracks = to_rows(decoded.tables, ROW_TYPES)
+        return self.feed_rows(rows, tracks, host_rx_ns)
+
+    def feed_rows(self, rows: np.ndarray, tracks: np.ndarray, host_rx_ns: int | None = None) -> list[dict[str, Any]]:
+        ordered = self.timeline.feed_rows(rows, tracks, host_rx_ns)
+        return self.fusion.feed(ordered, self.timeline.released_upto)
+
+    def tick(self, host_now_ns: int) -> list[dict[str, Any]]:
+        """Live, with no new data: release what the host's clock says is settled."""
+        ordered = self.timeline.tick(host_now_ns)
+        return self.fusion.feed(ordered, self.timeline.released_upto)
+
+    def flush(self) -> list[dict[str, Any]]:
+        """End of the input: everything still held."""
+        ordered = self.timeline.flush()
+        return self.fusion.feed(ordered, self.timeline.released_upto) + self.fusion.flush()
+
+    @property
+    def counters(self) -> dict[str, int]:
+        return {**self.timeline.counters, **self.fusion.counters}
+
+
+def events_from_rows(rows: np.ndarray, tracks: np.ndarray, stream: EventStream | None = None) -> list[dict[str, Any]]:
+    """Batch path over decoded rows, in slices so memory stays bounded."""
+    stream = stream or EventStream()
+    out: list[dict[str, Any]] = []
+    for start in range(0, len(rows), BATCH_ROWS):
+        part = rows[start : start + BATCH_ROWS].copy()
+        has = part[:, C_TRACK] >= 0
+        part_tracks = tracks[part[has, C_TRACK]]
+        part[has, C_TRACK] = np.arange(int(has.sum()))
+        out += stream.feed_rows(part, part_tracks)
+    return out + stream.flush()
+
+
+def events_from_capture(data: bytes | np.ndarray, stream: EventStream | None = None) -> list[dict[str, Any]]:
+    """Batch path: a whole capture (ICD §8) to its ordered events."""
+    rows, tracks = to_rows(decode_capture(data).tables, ROW_TYPES)
+    return events_from_rows(rows, tracks, stream)
