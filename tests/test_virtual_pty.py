@@ -13,9 +13,11 @@ import sys
 import time
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 import serial
 
+from firmware_host.virtual_table.faults import FaultPlan
 from firmware_host.virtual_table.hub import ACK_BAD_ARGUMENT, ACK_OK, HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 from firmware_host.virtual_table.scenarios import random_match
@@ -171,14 +173,19 @@ def test_playback_is_scheduled_from_one_start_time(wire):
         start = time.monotonic()
         beats = [
             (t, f)
-            for t, f in Reader(p).frames(1.5)
+            for t, f in Reader(p).frames(2.0)
             if isinstance(f, Message) and f.name == "HEARTBEAT"
         ]
     boot = wire.timeline.boots[0]
-    for arrived, beat in beats:
-        due = (beat.fields["uptime_s"] + boot.boot_s - wire.start_s) / 8.0
-        assert arrived - start == pytest.approx(due, abs=0.05)
-    assert len(beats) >= 8
+    late = [
+        arrived - start - (beat.fields["uptime_s"] + boot.boot_s - wire.start_s) / 8.0
+        for arrived, beat in beats
+    ]
+    assert len(beats) >= 14
+    # A loaded machine may delay a read now and then, but lateness never accumulates.
+    half = len(late) // 2
+    assert np.median(late) < 0.05 and max(late) < 0.3
+    assert abs(np.median(late[half:]) - np.median(late[:half])) < 0.03
 
 
 def test_the_hub_finishes_when_the_scenario_ends(wire):
@@ -203,3 +210,18 @@ def test_the_device_is_a_real_tty():
         os.close(fd)
     finally:
         hub.close()
+
+
+@pytest.mark.parametrize(
+    ("faults", "acked"), [(FaultPlan(), True), (FaultPlan(no_ack=((-1.0, 100.0),)), False)]
+)
+def test_no_ack_fault_applies_the_command_but_sends_no_ack(faults, acked):
+    wire = build_wire(
+        random_match(seed=2, minutes=MINUTES), HubConfig(sensors="minimum", faults=faults)
+    )
+    with VirtualHub(wire, speed=4.0) as hub, serial.Serial(hub.device, timeout=0.02) as p:
+        reader = Reader(p)
+        p.write(_set_indicator(3, state=4))
+        names = [f.name for _, f in reader.frames(1.0) if isinstance(f, Message)]
+    assert ("ACK" in names) == acked
+    assert hub.commands.lamp(0.0) == 4

@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from firmware_host.cli import main
 from firmware_host.virtual_table.capture import load_frame_truth, simulate, truth_lines
 from firmware_host.virtual_table.clocks import WRAP
 from firmware_host.virtual_table.faults import FaultPlan
@@ -31,6 +32,7 @@ from firmware_host.virtual_table.sensors import (
     LATE_BEACON,
     RING_DOWN,
     SENSOR_SETS,
+    WRONG_COLOUR,
     acoustic,
     cue,
     lines,
@@ -549,3 +551,49 @@ def test_request_hello_asks_for_hello():
         {"acked_seq": 1, "acked_type": 0x81, "status": ACK_OK},
         True,
     )
+
+
+def test_pocket_colour_is_wrong_one_time_in_a_hundred(match10):
+    rng = np.random.default_rng(8)
+    batches = [pockets(match10, rng) for _ in range(3000)]
+    colour = np.concatenate([b.records["colour"] for b in batches])
+    wrong = np.concatenate([b.note for b in batches]) == WRONG_COLOUR
+    assert 0.006 < wrong.mean() < 0.014
+    right = colour[~wrong]
+    assert set(np.unique(right)) <= {0, 1} and set(np.unique(colour[wrong])) <= {0, 1}
+
+
+def test_simulate_command_writes_capture_and_truth(tmp_path):
+    args = [
+        "simulate",
+        "--capture",
+        str(tmp_path / "c.bin"),
+        "--truth",
+        str(tmp_path / "t.jsonl"),
+        "--frame-truth",
+        str(tmp_path / "f.npz"),
+        "--minutes",
+        "0.3",
+        "--sensors",
+        "middle",
+    ]
+    assert main(args) == 0
+    decoded = decode_capture((tmp_path / "c.bin").read_bytes())
+    frames, clocks = load_frame_truth(tmp_path / "f.npz")
+    assert decoded.stats.bad == {} and decoded.stats.frames == len(frames)
+    assert json.loads(clocks["config"][()])["sensors"] == "middle"
+    assert json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])["type"] == "boot"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--minutes", "0"],
+        ["--faults", "melt@1"],
+        ["--scenario", "no_such_thing"],
+        ["--speed", "-1"],
+    ],
+)
+def test_simulate_command_rejects_unusable_arguments(tmp_path, bad, capsys):
+    assert main(["simulate", "--capture", str(tmp_path / "c.bin"), *bad]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

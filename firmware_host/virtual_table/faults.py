@@ -104,6 +104,9 @@ class FaultPlan:
     def acks_at(self, t_s: float) -> bool:
         return not any(start <= t_s < end for start, end in self.no_ack)
 
+    def stalled_at(self, t_s: float) -> bool:
+        return any(start <= t_s < end for start, end in self.stalls)
+
 
 GARBAGE_BYTES = (20, 200)
 

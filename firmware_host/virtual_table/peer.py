@@ -162,8 +162,8 @@ class VirtualHub:
         if frame < 0 or wire.hub_records[frame] is None:
             return wire.chunks[k]
         boot = int(wire.truth["boot"][frame])
-        if boot != self._boot:
-            self._boot, self._extra_seq = boot, 0
+        if boot != self._boot:  # a hub reboot: counters and the lamp start afresh
+            self._boot, self._extra_seq, self.commands = boot, 0, HostCommands()
         rec = np.array([wire.hub_records[frame]])
         rec["seq"] = (int(rec["seq"][0]) + self._extra_seq) & 0xFFFF
         self._hub_seq = (int(rec["seq"][0]) + 1) & 0xFFFF
@@ -189,7 +189,7 @@ class VirtualHub:
     def _answer(self, frame: object, wire: Wire, started: float) -> None:
         now_s = self._true_s(wire, started)
         ack, hello = self.commands.receive(frame, now_s)  # type: ignore[arg-type]
-        if ack is None or not wire.plan.acks_at(now_s):
+        if ack is None or not wire.plan.acks_at(now_s) or wire.plan.stalled_at(now_s):
             return
         boot = wire.timeline.boots[self._boot]
         hub_us = int(boot.hub_us(now_s))
