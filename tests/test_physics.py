@@ -27,7 +27,12 @@ from firmware_host.virtual_table.physics import (
     PhysicsConfig,
     Table2D,
 )
-from firmware_host.virtual_table.physics_truth import Shot, Timeline, rack_balls, rolling_distance_mm
+from firmware_host.virtual_table.physics_truth import (
+    Shot,
+    Timeline,
+    rack_balls,
+    rolling_distance_mm,
+)
 from firmware_host.virtual_table.truth import MOVING, SPINNING
 from protocol.geometry import DEFAULT_TABLE
 
@@ -44,7 +49,9 @@ def velocity_at(sim: Table2D, ball: int, t: float, before: bool) -> np.ndarray:
     return np.array([r[3] + r[5] * dt, r[4] + r[6] * dt])
 
 
-def strike(sim: Table2D, ball: int, angle_deg: float, speed_mps: float, top: float = 0.0, t: float = 0.0) -> None:
+def strike(
+    sim: Table2D, ball: int, angle_deg: float, speed_mps: float, top: float = 0.0, t: float = 0.0
+) -> None:
     for imp in Shot(ball, angle_deg, speed_mps, top=top).impulses(t):
         sim.apply(imp)
 
@@ -121,8 +128,15 @@ def test_contact_time_is_exact_not_stepped() -> None:
 
 
 @pytest.mark.parametrize("e_cushion", [0.55, 0.7, 0.4])
-@pytest.mark.parametrize(("start", "angle", "cushion"), [((1000.0, 889.0), 180.0, 0), ((1000.0, 889.0), -90.0, 1),
-                                                          ((2600.0, 889.0), 0.0, 3), ((2600.0, 889.0), 90.0, 4)])
+@pytest.mark.parametrize(
+    ("start", "angle", "cushion"),
+    [
+        ((1000.0, 889.0), 180.0, 0),
+        ((1000.0, 889.0), -90.0, 1),
+        ((2600.0, 889.0), 0.0, 3),
+        ((2600.0, 889.0), 90.0, 4),
+    ],
+)
 def test_a_ball_driven_straight_into_a_cushion_returns_at_the_restitution(
     e_cushion: float, start: tuple[float, float], angle: float, cushion: int
 ) -> None:
@@ -245,10 +259,12 @@ def test_sample_agrees_with_the_events() -> None:
     truth = random_match(seed=5, minutes=1.0)
     t = np.array([e["t_s"] for e in truth.events if e["type"] == "cushion"])
     balls = np.array([e["ball"] for e in truth.events if e["type"] == "cushion"])
-    xy, state, present = truth.sample(t)
+    xy, _, present = truth.sample(t)
     at = xy[np.arange(len(t)), balls]
-    gaps = [T.cushion_gap(e["cushion"], *p) for e, p in zip(
-        [e for e in truth.events if e["type"] == "cushion"], at, strict=True)]
+    gaps = [
+        T.cushion_gap(e["cushion"], *p)
+        for e, p in zip([e for e in truth.events if e["type"] == "cushion"], at, strict=True)
+    ]
     # a rebound off a cushion nose (gap 0) or a jaw at a pocket (beside the nose line)
     assert np.median(np.abs(gaps)) < 1e-6
     assert present[np.arange(len(t)), balls].all()
@@ -277,5 +293,11 @@ def test_ten_random_minutes_simulate_fast() -> None:
     assert truth.duration_s >= 600.0
     shots = [e for e in truth.events if e["type"] == "shot_start"]
     assert len(shots) >= 20
-    assert {e["type"] for e in truth.events} >= {"ball_contact", "cushion", "line_cross", "_ball_start", "rest"}
+    assert {e["type"] for e in truth.events} >= {
+        "ball_contact",
+        "cushion",
+        "line_cross",
+        "_ball_start",
+        "rest",
+    }
     assert elapsed < 5.0

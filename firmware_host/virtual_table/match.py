@@ -45,7 +45,10 @@ def _aim(tl: Timeline, rng: np.random.Generator, cue: int, target: int) -> float
 
 
 def random_match(
-    seed: int = 0, minutes: float = 10.0, table: Table = DEFAULT_TABLE, config: PhysicsConfig | None = None
+    seed: int = 0,
+    minutes: float = 10.0,
+    table: Table = DEFAULT_TABLE,
+    config: PhysicsConfig | None = None,
 ) -> MatchTruth:
     """A match of about ``minutes`` of play: frames of a break then aimed shots, 5-20 s apart."""
     rng = np.random.default_rng(seed)
@@ -57,14 +60,23 @@ def random_match(
         _new_frame(tl, rng)
         apex = np.array(table.back_mark)
         angle = _aim_at_point(tl.sim.p[0], apex, rng.normal(0.0, 0.6))
-        tl.shot(Shot(0, angle, rng.uniform(7.0, 12.0), top=rng.uniform(0.0, 0.6)),
-                pause_s=rng.uniform(3.0, 8.0), player=breaker, is_break=True)
+        tl.shot(
+            Shot(0, angle, rng.uniform(7.0, 12.0), top=rng.uniform(0.0, 0.6)),
+            pause_s=rng.uniform(3.0, 8.0),
+            player=breaker,
+            is_break=True,
+        )
         player = _next_player(tl, breaker)
         while tl.t < end and tl.sim.present.sum() >= 2:
             balls = np.flatnonzero(tl.sim.present)
             cue, target = (int(b) for b in rng.choice(balls, 2, replace=False))
-            shot = Shot(cue, _aim(tl, rng, cue, target), rng.uniform(0.8, 5.0), top=rng.uniform(-0.6, 1.0),
-                        contact_ms=rng.uniform(1.0, 2.0))
+            shot = Shot(
+                cue,
+                _aim(tl, rng, cue, target),
+                rng.uniform(0.8, 5.0),
+                top=rng.uniform(-0.6, 1.0),
+                contact_ms=rng.uniform(1.0, 2.0),
+            )
             tl.shot(shot, pause_s=rng.uniform(5.0, 20.0), player=player)
             player = _next_player(tl, player)
         if tl.t < end:
@@ -77,7 +89,10 @@ def random_match(
 def _next_player(tl: Timeline, player: int) -> int:
     """A legal pot keeps the turn; after a foul break the opponent accepts the position (12.2(1))."""
     verdict = tl.judge_last()
-    potted = any(e.ball is not None and e.kind == EV_POCKET and e.t_s >= tl.shots[-1].t_start for e in tl.sim.events)
+    potted = any(
+        e.ball is not None and e.kind == EV_POCKET and e.t_s >= tl.shots[-1].t_start
+        for e in tl.sim.events
+    )
     if verdict["break"] and verdict["verdict"] == "foul":
         tl.wait(2.0)
         tl.keypad("accept")

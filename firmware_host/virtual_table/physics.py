@@ -58,6 +58,9 @@ class PhysicsConfig:
     max_events: int = 200_000  # a shot with more events is a numerical runaway
 
 
+DEFAULT_CONFIG = PhysicsConfig()
+
+
 @dataclass(frozen=True)
 class Geometry:
     """The table as arrays the kernels read: cushion lines, jaws, pocket mouths."""
@@ -114,8 +117,18 @@ class Geometry:
         n[4] = (0.0, 1.0)
         c = np.array(cush, dtype=np.float64)
         return cls(
-            table, R, c[:, 0].astype(np.int64), c[:, 1].copy(), c[:, 2].copy(), c[:, 3].copy(),
-            c[:, 4].copy(), jaw_xy, jaw_cushion, ma, mb, n,
+            table,
+            R,
+            c[:, 0].astype(np.int64),
+            c[:, 1].copy(),
+            c[:, 2].copy(),
+            c[:, 3].copy(),
+            c[:, 4].copy(),
+            jaw_xy,
+            jaw_cushion,
+            ma,
+            mb,
+            n,
         )
 
 
@@ -283,8 +296,24 @@ def _advance(p, v, s, wz, a, phase, present, dt, spin_decel):
 
 @numba.njit(cache=True)
 def _next_event(
-    p, v, a, phase, present, horizon, hkind, h_limit, radius,
-    cush_axis, cush_limit, cush_sign, cush_lo, cush_hi, jaw_xy, mouth_a, mouth_b, mouth_n,
+    p,
+    v,
+    a,
+    phase,
+    present,
+    horizon,
+    hkind,
+    h_limit,
+    radius,
+    cush_axis,
+    cush_limit,
+    cush_sign,
+    cush_lo,
+    cush_hi,
+    jaw_xy,
+    mouth_a,
+    mouth_b,
+    mouth_n,
 ):
     """The earliest event within h_limit: (dt, kind, i, j); kind 0 when none."""
     nb = p.shape[0]
@@ -336,7 +365,10 @@ def _next_event(
         for k in range(jaw_xy.shape[0]):
             dpx = p[i, 0] - jaw_xy[k, 0]
             dpy = p[i, 1] - jaw_xy[k, 1]
-            reach = math.hypot(v[i, 0], v[i, 1]) * best + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best
+            reach = (
+                math.hypot(v[i, 0], v[i, 1]) * best
+                + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best
+            )
             if math.hypot(dpx, dpy) - radius > reach + 1e-9:
                 continue
             _contact_coeffs(dpx, dpy, v[i, 0], v[i, 1], a[i, 0], a[i, 1], radius, c)
@@ -347,7 +379,13 @@ def _next_event(
             nx = mouth_n[k, 0]
             ny = mouth_n[k, 1]
             c[0] = -(nx * (p[i, 0] - mouth_a[k, 0]) + ny * (p[i, 1] - mouth_a[k, 1]))
-            if c[0] > 3.0 * radius + math.hypot(v[i, 0], v[i, 1]) * best + 1e-9 + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best:
+            if (
+                c[0]
+                > 3.0 * radius
+                + math.hypot(v[i, 0], v[i, 1]) * best
+                + 1e-9
+                + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best
+            ):
                 continue
             c[1] = -(nx * v[i, 0] + ny * v[i, 1])
             c[2] = -0.5 * (nx * a[i, 0] + ny * a[i, 1])
@@ -383,6 +421,7 @@ class Impulse:
     cue: bool = True
     duration_s: float = 0.0015
     add: bool = False  # add to the ball's motion (a second tip contact) instead of replacing it
+    drive: bool = True  # the cue follows through: a ball met during the contact is pushed through
 
 
 @dataclass
@@ -404,9 +443,20 @@ class Segments:
     Columns: t0, x, y, vx, vy, ax, ay, state (MOVING/SPINNING bits), present.
     """
 
-    rows: list[list[tuple[float, ...]]] = field(default_factory=lambda: [[] for _ in range(N_BALLS)])
+    rows: list[list[tuple[float, ...]]] = field(
+        default_factory=lambda: [[] for _ in range(N_BALLS)]
+    )
 
-    def add(self, ball: int, t: float, p: np.ndarray, v: np.ndarray, a: np.ndarray, state: int, present: bool) -> None:
+    def add(
+        self,
+        ball: int,
+        t: float,
+        p: np.ndarray,
+        v: np.ndarray,
+        a: np.ndarray,
+        state: int,
+        present: bool,
+    ) -> None:
         row = (t, p[0], p[1], v[0], v[1], a[0], a[1], float(state), float(present))
         rows = self.rows[ball]
         if rows and rows[-1][0] == t:
@@ -423,7 +473,9 @@ class Table2D:
     segments and elementary events accumulate across all of it.
     """
 
-    def __init__(self, table: Table = DEFAULT_TABLE, config: PhysicsConfig = PhysicsConfig()) -> None:
+    def __init__(
+        self, table: Table = DEFAULT_TABLE, config: PhysicsConfig = DEFAULT_CONFIG
+    ) -> None:
         self.table, self.config = table, config
         self.geo = Geometry.of(table, config)
         n = N_BALLS
@@ -446,7 +498,17 @@ class Table2D:
 
     # -- state helpers
     def _update_motion(self) -> None:
-        _motion(self.v, self.s, self.wz, self.present, *self._k, self.a, self.phase, self.horizon, self.hkind)
+        _motion(
+            self.v,
+            self.s,
+            self.wz,
+            self.present,
+            *self._k,
+            self.a,
+            self.phase,
+            self.horizon,
+            self.hkind,
+        )
 
     def state_bits(self, i: int) -> int:
         if self.phase[i] != REST:
@@ -458,7 +520,15 @@ class Table2D:
 
     def _record(self, balls) -> None:
         for i in balls:
-            self.segments.add(i, self.t, self.p[i], self.v[i], self.a[i], self.state_bits(i), bool(self.present[i]))
+            self.segments.add(
+                i,
+                self.t,
+                self.p[i],
+                self.v[i],
+                self.a[i],
+                self.state_bits(i),
+                bool(self.present[i]),
+            )
 
     # -- outside actions
     def place(self, t_s: float, ball: int, xy: tuple[float, float]) -> None:
@@ -493,7 +563,7 @@ class Table2D:
             self.wz[i] = imp.wz
         speed = float(np.hypot(*self.v[i])) / 1000
         self.events.append(RawEvent(self.t, EV_IMPULSE, i, -1, speed, imp))
-        if imp.cue and speed > 0:
+        if imp.cue and imp.drive and speed > 0:
             self._drives[i] = (self.t + imp.duration_s, self.v[i].copy())
         self._update_motion()
         self._record([i])
@@ -502,7 +572,7 @@ class Table2D:
     def run_until(self, t_end: float = math.inf) -> None:
         """Advance to t_end, or until every ball is at rest when t_end is inf."""
         geo = self.geo
-        mu_s_g, _, spin = self._k
+        spin = self._k[2]
         count = 0
         while True:
             h = t_end - self.t
@@ -511,9 +581,24 @@ class Table2D:
             if math.isinf(h) and not self.moving().any():
                 return
             dt, kind, i, j = _next_event(
-                self.p, self.v, self.a, self.phase, self.present, self.horizon, self.hkind,
-                h if not math.isinf(h) else 1e9, geo.radius, geo.cush_axis, geo.cush_limit,
-                geo.cush_sign, geo.cush_lo, geo.cush_hi, geo.jaw_xy, geo.mouth_a, geo.mouth_b, geo.mouth_n,
+                self.p,
+                self.v,
+                self.a,
+                self.phase,
+                self.present,
+                self.horizon,
+                self.hkind,
+                h if not math.isinf(h) else 1e9,
+                geo.radius,
+                geo.cush_axis,
+                geo.cush_limit,
+                geo.cush_sign,
+                geo.cush_lo,
+                geo.cush_hi,
+                geo.jaw_xy,
+                geo.mouth_a,
+                geo.mouth_b,
+                geo.mouth_n,
             )
             _advance(self.p, self.v, self.s, self.wz, self.a, self.phase, self.present, dt, spin)
             self.t += dt
@@ -528,7 +613,9 @@ class Table2D:
             phase, a = self.phase.copy(), self.a.copy()
             self._update_motion()
             # a partner may change phase by rounding at the same instant (equal slips close together)
-            changed = set(np.flatnonzero((phase != self.phase) | (a != self.a).any(axis=1)).tolist())
+            changed = set(
+                np.flatnonzero((phase != self.phase) | (a != self.a).any(axis=1)).tolist()
+            )
             self._record(sorted(changed | ({i, j} if kind == EV_BALL else {i})))
 
     def _drive(self, ball: int) -> None:

@@ -29,7 +29,17 @@ import numpy as np
 from protocol.catalogue import KEYPAD_KEYS
 from protocol.geometry import DEFAULT_TABLE, Table
 
-from .physics import EV_BALL, EV_CUSHION, EV_IMPULSE, EV_POCKET, G_MM_S2, Impulse, PhysicsConfig, Table2D
+from .physics import (
+    DEFAULT_CONFIG,
+    EV_BALL,
+    EV_CUSHION,
+    EV_IMPULSE,
+    EV_POCKET,
+    G_MM_S2,
+    Impulse,
+    PhysicsConfig,
+    Table2D,
+)
 from .physics_verdicts import judge_truth
 from .truth import MOVING, N_BALLS, MatchTruth
 
@@ -39,7 +49,14 @@ PATH_CHORD_MM = 0.5  # largest gap between a curved path and its polyline
 KEY_CODES = {name: code for code, name in KEYPAD_KEYS.items()}
 
 # order of events that share a time: a ball stops, then the shot ends, then the next starts
-_ORDER = {"_ball_stop": 0, "shot_end": 1, "shot_start": 2, "cue_contact": 3, "_ball_start": 4, "ball_moved": 4}
+_ORDER = {
+    "_ball_stop": 0,
+    "shot_end": 1,
+    "shot_start": 2,
+    "cue_contact": 3,
+    "_ball_start": 4,
+    "ball_moved": 4,
+}
 
 
 @dataclass(frozen=True)
@@ -52,6 +69,8 @@ class Shot:
     from a centre hit, 1 natural roll, negative a draw).  ``side_rad_s``:
     spin about the vertical.  ``double_hit_ms``: a second tip contact that
     long after the first, adding ``double_hit_mps`` along the cue (item 18).
+    ``follow_through``: the cue goes on through the ball (a push drives a
+    ball met during the contact); False is a stab that stops at the ball.
     """
 
     ball: int
@@ -62,6 +81,7 @@ class Shot:
     side_rad_s: float = 0.0
     double_hit_ms: float | None = None
     double_hit_mps: float = 0.3
+    follow_through: bool = True
 
     @property
     def direction(self) -> np.ndarray:
@@ -71,12 +91,32 @@ class Shot:
     def impulses(self, t_s: float) -> list[Impulse]:
         u = self.direction
         v = u * self.speed_mps * 1000
-        first = Impulse(t_s, self.ball, tuple(v), tuple(v * self.top), self.side_rad_s, True, self.contact_ms / 1000)
+        first = Impulse(
+            t_s,
+            self.ball,
+            tuple(v),
+            tuple(v * self.top),
+            self.side_rad_s,
+            True,
+            self.contact_ms / 1000,
+            drive=self.follow_through,
+        )
         if self.double_hit_ms is None:
             return [first]
         dv = u * self.double_hit_mps * 1000
-        return [first, Impulse(t_s + self.double_hit_ms / 1000, self.ball, tuple(dv), (0.0, 0.0), 0.0, True,
-                               self.contact_ms / 1000, add=True)]
+        return [
+            first,
+            Impulse(
+                t_s + self.double_hit_ms / 1000,
+                self.ball,
+                tuple(dv),
+                (0.0, 0.0),
+                0.0,
+                True,
+                self.contact_ms / 1000,
+                add=True,
+            ),
+        ]
 
 
 @dataclass
@@ -91,10 +131,22 @@ class _ShotRecord:
 
     def as_dict(self) -> dict[str, Any]:
         s = self.shot
-        return {"shot": self.number, "player": self.player, "break": self.is_break, "ball": s.ball,
-                "angle_deg": s.angle_deg, "speed_mps": s.speed_mps, "contact_ms": s.contact_ms, "top": s.top,
-                "side_rad_s": s.side_rad_s, "double_hit_ms": s.double_hit_ms, "t_start_s": self.t_start,
-                "t_end_s": self.t_end, "interrupted": self.interrupted}
+        return {
+            "shot": self.number,
+            "player": self.player,
+            "break": self.is_break,
+            "ball": s.ball,
+            "angle_deg": s.angle_deg,
+            "speed_mps": s.speed_mps,
+            "contact_ms": s.contact_ms,
+            "top": s.top,
+            "side_rad_s": s.side_rad_s,
+            "double_hit_ms": s.double_hit_ms,
+            "follow_through": s.follow_through,
+            "t_start_s": self.t_start,
+            "t_end_s": self.t_end,
+            "interrupted": self.interrupted,
+        }
 
 
 @dataclass
@@ -118,8 +170,12 @@ class Timeline:
 
     def _table_event(self) -> dict[str, Any]:
         tb = self.table
-        return {"type": "boot", "t_s": 0.0, "shot": None,
-                "table": {"length_mm": tb.length_mm, "width_mm": tb.width_mm, "ball_mm": tb.ball_mm}}
+        return {
+            "type": "boot",
+            "t_s": 0.0,
+            "shot": None,
+            "table": {"length_mm": tb.length_mm, "width_mm": tb.width_mm, "ball_mm": tb.ball_mm},
+        }
 
     # ------------------------------------------------------------ steps
     def wait(self, seconds: float) -> None:
@@ -165,7 +221,9 @@ class Timeline:
         if self.shots and self.shots[-1].t_end is None:
             self.shots[-1].t_end = self.t
 
-    def shot(self, shot: Shot, *, pause_s: float = 0.0, player: int = 1, is_break: bool = False) -> int:
+    def shot(
+        self, shot: Shot, *, pause_s: float = 0.0, player: int = 1, is_break: bool = False
+    ) -> int:
         """Wait, strike and play the shot out."""
         self.wait(pause_s)
         number = self.strike(shot, player=player, is_break=is_break)
@@ -178,16 +236,25 @@ class Timeline:
         self.nudges.append((self.t, ball))
         self.sim.apply(Impulse(self.t, ball, tuple(u), tuple(u), 0.0, cue=False))
 
-    def verdict(self, shot: int | None, verdict: str, rules: list[str] | None = None,
-                satisfied: str | None = None, *, player: int | None = None) -> None:
+    def verdict(
+        self,
+        shot: int | None,
+        verdict: str,
+        rules: list[str] | None = None,
+        satisfied: str | None = None,
+        *,
+        player: int | None = None,
+    ) -> None:
         """The intended verdict of a shot (EVENTS.md verdict shape, ``t_s`` in place of ``t_us``)."""
         rec = self.shots[shot - 1] if shot is not None else None
         out: dict[str, Any] = {
-            "kind": "verdict", "shot": shot,
+            "kind": "verdict",
+            "shot": shot,
             "player": player if player is not None else (rec.player if rec else 1),
             "t_s": (rec.t_end if rec else self.t),
             "break": rec.is_break if rec else False,
-            "verdict": verdict, "rules": list(rules or []),
+            "verdict": verdict,
+            "rules": list(rules or []),
         }
         if satisfied is not None:
             out["satisfied"] = satisfied
@@ -207,8 +274,11 @@ class Timeline:
         for b in np.flatnonzero(present[0]):
             x, y = xy[0, b]
             balls[str(b)] = [round(float(x), 1), round(float(y), 1)]
-            touching = [c for c in range(6) if self.table.cushion_gap(c, x, y) <= FROZEN_GAP_MM
-                        and self.table._on_piece(c, x)]
+            touching = [
+                c
+                for c in range(6)
+                if self.table.cushion_gap(c, x, y) <= FROZEN_GAP_MM and self.table._on_piece(c, x)
+            ]
             if touching:
                 frozen[str(b)] = touching
         return {"balls": balls, "frozen": frozen}
@@ -227,7 +297,9 @@ class Timeline:
         strokes = [r.as_dict() for r in self.shots]
         chosen = list(self.verdicts)
         if verdicts == "judged":
-            chosen = sorted(chosen + judge_truth(events, strokes, self.table), key=lambda v: v["t_s"])
+            chosen = sorted(
+                chosen + judge_truth(events, strokes, self.table), key=lambda v: v["t_s"]
+            )
         return MatchTruth(self.table, duration, events, sampler, chosen, self.name, strokes)
 
     def _derive(self, sampler: Sampler, t_lo: float = -math.inf) -> list[dict[str, Any]]:
@@ -259,10 +331,20 @@ class Timeline:
                 imp = ev.impulse
                 assert imp is not None
                 if imp.cue:
-                    force = mass * ev.speed_mps / imp.duration_s if not imp.add else \
-                        mass * float(np.hypot(*imp.v)) / 1000 / imp.duration_s
-                    out.append({**base, "type": "cue_contact", "ball": ev.ball,
-                                "duration_us": round(imp.duration_s * 1e6), "force_n": round(force, 1)})
+                    force = (
+                        mass * ev.speed_mps / imp.duration_s
+                        if not imp.add
+                        else mass * float(np.hypot(*imp.v)) / 1000 / imp.duration_s
+                    )
+                    out.append(
+                        {
+                            **base,
+                            "type": "cue_contact",
+                            "ball": ev.ball,
+                            "duration_us": round(imp.duration_s * 1e6),
+                            "force_n": round(force, 1),
+                        }
+                    )
                 else:
                     out.append({**base, "type": "ball_moved", "ball": ev.ball})
             elif ev.kind == EV_BALL:
@@ -271,14 +353,35 @@ class Timeline:
                 last_contact[pair] = ev.t_s
                 if previous is not None and ev.t_s - previous < MERGE_S:
                     continue
-                out.append({**base, "type": "ball_contact", "balls": [ev.ball, ev.other],
-                            "speed_mps": ev.speed_mps})
+                out.append(
+                    {
+                        **base,
+                        "type": "ball_contact",
+                        "balls": [ev.ball, ev.other],
+                        "speed_mps": ev.speed_mps,
+                    }
+                )
             elif ev.kind == EV_CUSHION:
-                out.append({**base, "type": "cushion", "ball": ev.ball, "cushion": ev.other,
-                            "speed_mps": ev.speed_mps})
+                out.append(
+                    {
+                        **base,
+                        "type": "cushion",
+                        "ball": ev.ball,
+                        "cushion": ev.other,
+                        "speed_mps": ev.speed_mps,
+                    }
+                )
             elif ev.kind == EV_POCKET:
-                out.append({**base, "type": "pocket", "ball": ev.ball, "pocket": ev.other,
-                            "colour": "coloured" if ev.ball == 0 else "white", "speed_mps": ev.speed_mps})
+                out.append(
+                    {
+                        **base,
+                        "type": "pocket",
+                        "ball": ev.ball,
+                        "pocket": ev.other,
+                        "colour": "coloured" if ev.ball == 0 else "white",
+                        "speed_mps": ev.speed_mps,
+                    }
+                )
         return out
 
     def _shot_events(self, sampler: Sampler, t_lo: float = -math.inf) -> list[dict[str, Any]]:
@@ -289,12 +392,27 @@ class Timeline:
             assert rec.t_end is not None
             # the layout before the stroke: just before the tip contact
             before = self._layout(math.nextafter(rec.t_start, -math.inf), sampler)
-            out.append({"type": "shot_start", "t_s": rec.t_start, "shot": rec.number,
-                        "cue_ball": rec.shot.ball, **before})
+            out.append(
+                {
+                    "type": "shot_start",
+                    "t_s": rec.t_start,
+                    "shot": rec.number,
+                    "cue_ball": rec.shot.ball,
+                    **before,
+                }
+            )
             after = self._layout(rec.t_end, sampler)
-            out.append({"type": "shot_end", "t_s": rec.t_end, "shot": rec.number, "balls": after["balls"],
-                        "paths": sampler.paths(rec.t_start, rec.t_end), "interrupted": rec.interrupted,
-                        "certain": True})
+            out.append(
+                {
+                    "type": "shot_end",
+                    "t_s": rec.t_end,
+                    "shot": rec.number,
+                    "balls": after["balls"],
+                    "paths": sampler.paths(rec.t_start, rec.t_end),
+                    "interrupted": rec.interrupted,
+                    "certain": True,
+                }
+            )
         return out
 
     def _number(self, events: list[dict[str, Any]]) -> None:
@@ -333,7 +451,7 @@ class Sampler:
             k = len(r)
             while k > 0 and r[k - 1][0] >= t_lo:
                 k -= 1
-            arrays.append(np.array(r[max(k - 1, 0):], dtype=np.float64).reshape(-1, 9))
+            arrays.append(np.array(r[max(k - 1, 0) :], dtype=np.float64).reshape(-1, 9))
         return cls([a[:, 0].copy() for a in arrays], arrays)
 
     def __call__(self, t_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -384,7 +502,10 @@ class Sampler:
 
 def _at(seg: np.ndarray, t: float) -> tuple[float, float]:
     dt = t - seg[0]
-    return (seg[1] + seg[3] * dt + 0.5 * seg[5] * dt * dt, seg[2] + seg[4] * dt + 0.5 * seg[6] * dt * dt)
+    return (
+        seg[1] + seg[3] * dt + 0.5 * seg[5] * dt * dt,
+        seg[2] + seg[4] * dt + 0.5 * seg[6] * dt * dt,
+    )
 
 
 def _vertices(seg: np.ndarray, t0: float, t1: float) -> list[float]:
@@ -406,8 +527,14 @@ def start_stop_events(sampler: Sampler) -> list[dict[str, Any]]:
         was = False
         for t, now in zip(rows[:, 0], moving, strict=True):
             if now != was:
-                out.append({"type": "_ball_start" if now else "_ball_stop", "t_s": float(t), "shot": None,
-                            "ball": b})
+                out.append(
+                    {
+                        "type": "_ball_start" if now else "_ball_stop",
+                        "t_s": float(t),
+                        "shot": None,
+                        "ball": b,
+                    }
+                )
                 was = bool(now)
     return out
 
@@ -446,27 +573,49 @@ def line_events(sampler: Sampler, table: Table) -> list[dict[str, Any]]:
                 if seg[8] == 0 or seg[7] != MOVING:
                     continue
                 t1 = rows[k + 1, 0] if k + 1 < len(rows) else seg[0]
-                hits = sorted((t, lvl) for lvl in (-r, 0.0, r) for t in _crossings(seg, t1, x_line + lvl))
+                hits = sorted(
+                    (t, lvl) for lvl in (-r, 0.0, r) for t in _crossings(seg, t1, x_line + lvl)
+                )
                 for t, lvl in hits:
                     t = float(t)
                     dt = t - seg[0]
                     vx = seg[3] + seg[5] * dt
                     side_after = "back" if vx > 0 else "front"
                     if lvl == 0.0:
-                        out.append({"type": "line_cross", "t_s": t, "shot": None, "ball": b, "line": line,
-                                    "direction": side_after})
+                        out.append(
+                            {
+                                "type": "line_cross",
+                                "t_s": t,
+                                "shot": None,
+                                "ball": b,
+                                "line": line,
+                                "direction": side_after,
+                            }
+                        )
                         crossed = True
                     elif (lvl < 0) == (vx > 0):  # entering the curtain
                         entered_from, crossed = ("front" if lvl < 0 else "back"), False
                     else:  # leaving it
-                        if entered_from is not None and not crossed and entered_from == ("front" if lvl < 0 else "back"):
-                            out.append({"type": "_line_touch", "t_s": t, "shot": None, "ball": b, "line": line,
-                                        "side": entered_from})
+                        if (
+                            entered_from is not None
+                            and not crossed
+                            and entered_from == ("front" if lvl < 0 else "back")
+                        ):
+                            out.append(
+                                {
+                                    "type": "_line_touch",
+                                    "t_s": t,
+                                    "shot": None,
+                                    "ball": b,
+                                    "line": line,
+                                    "side": entered_from,
+                                }
+                            )
                         entered_from = None
     return out
 
 
-def rolling_distance_mm(speed_mps: float, config: PhysicsConfig = PhysicsConfig()) -> float:
+def rolling_distance_mm(speed_mps: float, config: PhysicsConfig = DEFAULT_CONFIG) -> float:
     """How far a rolling ball goes before it stops: v^2 / (2 mu g)."""
     v = speed_mps * 1000
     return v * v / (2 * config.mu_roll * G_MM_S2)

@@ -68,7 +68,9 @@ def judge_shot(
         return out
     target = first["balls"][1] if first["balls"][0] == cue else first["balls"][0]
     _stroke(out, tips[0], first, cue, target, balls, end.get("paths", {}), table, stroke_deg)
-    after = events[events.index(first) + 1:]  # strictly after it, though a rack's contacts share its time
+    after = events[
+        events.index(first) + 1 :
+    ]  # strictly after it, though a rack's contacts share its time
     if is_break:
         clause = _break_clause(after, cue, table)
         if clause:
@@ -82,8 +84,17 @@ def judge_shot(
     return out
 
 
-def _stroke(out: Judgement, tip: dict, first: dict, cue: int, target: int, balls: dict, paths: dict,
-            table: Table, stroke_deg: float | None) -> None:
+def _stroke(
+    out: Judgement,
+    tip: dict,
+    first: dict,
+    cue: int,
+    target: int,
+    balls: dict,
+    paths: dict,
+    table: Table,
+    stroke_deg: float | None,
+) -> None:
     """Items 19.1 and 19.2: the tip still on the cue ball when it met the object ball."""
     t_end = tip["t_s"] + tip["duration_us"] / 1e6
     if first["t_s"] > t_end:
@@ -96,8 +107,18 @@ def _stroke(out: Judgement, tip: dict, first: dict, cue: int, target: int, balls
         return
     ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
     if stroke_deg is not None:
-        off = math.degrees(math.acos(max(-1.0, min(1.0, math.cos(math.radians(stroke_deg)) * ux
-                                                   + math.sin(math.radians(stroke_deg)) * uy))))
+        off = math.degrees(
+            math.acos(
+                max(
+                    -1.0,
+                    min(
+                        1.0,
+                        math.cos(math.radians(stroke_deg)) * ux
+                        + math.sin(math.radians(stroke_deg)) * uy,
+                    ),
+                )
+            )
+        )
         if off >= 45.0:
             return
     path = paths.get(str(cue), [])
@@ -114,7 +135,9 @@ def _break_clause(after: list[dict], cue: int, table: Table) -> str | None:
     cushioned = {e["ball"] for e in after if e["type"] == "cushion" and e["ball"] != cue}
     if len(cushioned) >= 3:
         return "12.1(2)"
-    crossed = any(e["type"] == "line_cross" and e["line"] == "centre" and e["ball"] != cue for e in after)
+    crossed = any(
+        e["type"] == "line_cross" and e["line"] == "centre" and e["ball"] != cue for e in after
+    )
     if len(cushioned) == 2 and crossed:
         return "12.1(3)"
     return None
@@ -128,7 +151,9 @@ class _Ball:
     # contacts received: (driver, the driver's rebounds before the contact, it had crossed)
 
 
-def _item20(after: list[dict], cue: int, target: int, frozen: dict[int, set[int]], declared: bool) -> list[str]:
+def _item20(
+    after: list[dict], cue: int, target: int, frozen: dict[int, set[int]], declared: bool
+) -> list[str]:
     """Item 20 (1)-(4) in the order note 1 demands, and note 2; the clauses met, in time order.
 
     Note 2: the first object ball rests against a cushion (or was declared
@@ -190,8 +215,13 @@ def _item20(after: list[dict], cue: int, target: int, frozen: dict[int, set[int]
     return found
 
 
-def judge_truth(truth_events: list[dict[str, Any]], strokes: list[dict[str, Any]], table: Table,
-                *, only_last: bool = False) -> list[dict[str, Any]]:
+def judge_truth(
+    truth_events: list[dict[str, Any]],
+    strokes: list[dict[str, Any]],
+    table: Table,
+    *,
+    only_last: bool = False,
+) -> list[dict[str, Any]]:
     """Verdict dicts (EVENTS.md shape, ``t_s`` for ``t_us``) for the shots of a truth.
 
     ``strokes`` are :attr:`MatchTruth.strokes`.  A ball moved outside any
@@ -207,8 +237,17 @@ def judge_truth(truth_events: list[dict[str, Any]], strokes: list[dict[str, Any]
             pending.add(ev["arg"])
         if ev["shot"] is None:
             if ev["type"] == "ball_moved":
-                out.append({"kind": "verdict", "shot": None, "player": _player_at(strokes, ev["t_s"]),
-                            "t_s": ev["t_s"], "break": False, "verdict": "foul", "rules": ["17"]})
+                out.append(
+                    {
+                        "kind": "verdict",
+                        "shot": None,
+                        "player": _player_at(strokes, ev["t_s"]),
+                        "t_s": ev["t_s"],
+                        "break": False,
+                        "verdict": "foul",
+                        "rules": ["17"],
+                    }
+                )
             continue
         if ev["type"] == "shot_start":
             declared[ev["shot"]], pending = _declared(pending, ev), set()
@@ -216,12 +255,23 @@ def judge_truth(truth_events: list[dict[str, Any]], strokes: list[dict[str, Any]
     for k, rec in enumerate(strokes):
         if only_last and k < len(strokes) - 1:
             continue
-        j = judge_shot(by_shot[rec["shot"]], table, is_break=rec["break"], stroke_deg=rec["angle_deg"],
-                       declared=frozenset(declared.get(rec["shot"], ())),
-                       interrupted_previous=k > 0 and strokes[k - 1]["interrupted"])
-        verdict: dict[str, Any] = {"kind": "verdict", "shot": rec["shot"], "player": rec["player"],
-                                   "t_s": rec["t_end_s"], "break": rec["break"], "verdict": j.verdict,
-                                   "rules": sorted(set(j.fouls))}
+        j = judge_shot(
+            by_shot[rec["shot"]],
+            table,
+            is_break=rec["break"],
+            stroke_deg=rec["angle_deg"],
+            declared=frozenset(declared.get(rec["shot"], ())),
+            interrupted_previous=k > 0 and strokes[k - 1]["interrupted"],
+        )
+        verdict: dict[str, Any] = {
+            "kind": "verdict",
+            "shot": rec["shot"],
+            "player": rec["player"],
+            "t_s": rec["t_end_s"],
+            "break": rec["break"],
+            "verdict": j.verdict,
+            "rules": sorted(set(j.fouls)),
+        }
         if not j.fouls:
             verdict["satisfied"] = j.satisfied[0]
         out.append(verdict)

@@ -103,7 +103,9 @@ class Design:
             truth = tl.truth(verdicts="judged")
             if verdicts_match(truth.verdicts, self.intended) and self.check(truth):
                 return truth
-        raise RuntimeError(f"scenario {self.name}: no candidate stroke shows the intended situation")
+        raise RuntimeError(
+            f"scenario {self.name}: no candidate stroke shows the intended situation"
+        )
 
 
 def verdicts_match(verdicts: list[dict[str, Any]], intended: Sequence[Intent]) -> bool:
@@ -136,7 +138,9 @@ def one_shot(pause_s: float = 3.0) -> Play:
     return play
 
 
-def strokes(ball: int, angles: Iterable[float], speeds: Iterable[float], **kw: Any) -> Iterator[Shot]:
+def strokes(
+    ball: int, angles: Iterable[float], speeds: Iterable[float], **kw: Any
+) -> Iterator[Shot]:
     speeds = list(speeds)
     for a in angles:
         for s in speeds:
@@ -146,9 +150,17 @@ def strokes(ball: int, angles: Iterable[float], speeds: Iterable[float], **kw: A
 # ---------------------------------------------------------------- breaks (12.1)
 
 
-def _break_design(name: str, satisfied: str | None, cue_xy: Point, speeds: Sequence[float],
-                  offsets: Iterable[float], n: int = 15, check: Callable[[MatchTruth], bool] = lambda t: True,
-                  rules: tuple[str, ...] | None = None, **kw: Any) -> Design:
+def _break_design(
+    name: str,
+    satisfied: str | None,
+    cue_xy: Point,
+    speeds: Sequence[float],
+    offsets: Iterable[float],
+    n: int = 15,
+    check: Callable[[MatchTruth], bool] = lambda t: True,
+    rules: tuple[str, ...] | None = None,
+    **kw: Any,
+) -> Design:
     apex = T.back_mark
 
     def play(tl: Timeline, shot: Shot) -> None:
@@ -160,32 +172,48 @@ def _break_design(name: str, satisfied: str | None, cue_xy: Point, speeds: Seque
                 yield Shot(0, angle_to(cue_xy, apex) + off, s, top=0.3)
 
     verdict = "legal" if satisfied else "foul"
-    return Design(name, {0: cue_xy}, play, candidates(),
-                  [(1, verdict, rules if rules is not None else (() if satisfied else ("12.1",)), satisfied)],
-                  check, racked=n, **kw)
+    return Design(
+        name,
+        {0: cue_xy},
+        play,
+        candidates(),
+        [(1, verdict, rules if rules is not None else (() if satisfied else ("12.1",)), satisfied)],
+        check,
+        racked=n,
+        **kw,
+    )
 
 
 def break_pot() -> MatchTruth:
     """12.1(1): a ball pocketed on the break."""
-    return _break_design("break_12_1_1", "12.1(1)", (600.0, 889.0), (12.0, 11.0, 10.0),
-                         around(0.0, 0.15, 40)).build()
+    return _break_design(
+        "break_12_1_1", "12.1(1)", (600.0, 889.0), (12.0, 11.0, 10.0), around(0.0, 0.15, 40)
+    ).build()
 
 
 def break_three_cushions() -> MatchTruth:
     """12.1(2): three object balls at cushions, nothing pocketed."""
-    return _break_design("break_12_1_2", "12.1(2)", (600.0, 889.0), (12.0,), around(0.0, 0.2, 20)).build()
+    return _break_design(
+        "break_12_1_2", "12.1(2)", (600.0, 889.0), (12.0,), around(0.0, 0.2, 20)
+    ).build()
 
 
 def break_two_cushions_and_centre() -> MatchTruth:
     """12.1(3): only two object balls at cushions, but one crossed the centre line."""
-    return _break_design("break_12_1_3", "12.1(3)", (600.0, 889.0), (3.0, 2.5, 3.5, 2.0, 4.0, 4.5, 5.0),
-                         around(0.0, 0.5, 8)).build()
+    return _break_design(
+        "break_12_1_3",
+        "12.1(3)",
+        (600.0, 889.0),
+        (3.0, 2.5, 3.5, 2.0, 4.0, 4.5, 5.0),
+        around(0.0, 0.5, 8),
+    ).build()
 
 
 def break_illegal() -> MatchTruth:
     """12.1 not met: a soft break sends too few balls anywhere."""
-    return _break_design("break_illegal", None, (600.0, 889.0), (1.5, 1.8, 2.0, 1.2),
-                         around(0.0, 0.5, 6)).build()
+    return _break_design(
+        "break_illegal", None, (600.0, 889.0), (1.5, 1.8, 2.0, 1.2), around(0.0, 0.5, 6)
+    ).build()
 
 
 def coloured_outside_house() -> MatchTruth:
@@ -194,14 +222,22 @@ def coloured_outside_house() -> MatchTruth:
     def warn(tl: Timeline) -> None:
         tl.notice(["11.3"], "coloured ball is outside the house")
 
-    return _break_design("coloured_outside_11_3", None, (T.house_line_x + 20.0, 889.0), (12.0,),
-                         around(0.0, 0.2, 20), rules=("11.3",), setup=warn).build()
+    return _break_design(
+        "coloured_outside_11_3",
+        None,
+        (T.house_line_x + 20.0, 889.0),
+        (12.0,),
+        around(0.0, 0.2, 20),
+        rules=("11.3",),
+        setup=warn,
+    ).build()
 
 
 def incomplete_rack() -> MatchTruth:
     """Item 8 note: a ten-ball incomplete pyramid, broken legally."""
-    return _break_design("incomplete_rack", "12.1(2)", (600.0, 889.0), (12.0,), around(0.0, 0.2, 20),
-                         n=10).build()
+    return _break_design(
+        "incomplete_rack", "12.1(2)", (600.0, 889.0), (12.0,), around(0.0, 0.2, 20), n=10
+    ).build()
 
 
 # ---------------------------------------------------------------- the stroke (18, 19)
@@ -228,12 +264,19 @@ def push() -> MatchTruth:
         tip = events(truth, "cue_contact", 1)[0]
         return first_contact(truth)["t_s"] <= tip["t_s"] + tip["duration_us"] / 1e6
 
-    return Design("push", layout, one_shot(), strokes(0, around(line, 0.1, 10), (2.0, 1.8, 2.2),
-                                                        contact_ms=12.0),
-                  [(1, "foul", ("19.1",), None)], check).build()
+    return Design(
+        "push",
+        layout,
+        one_shot(),
+        strokes(0, around(line, 0.1, 10), (2.0, 1.8, 2.2), contact_ms=12.0),
+        [(1, "foul", ("19.1",), None)],
+        check,
+    ).build()
 
 
-def _touching(name: str, off_deg: float, top: float, intended: Intent, doc: str) -> MatchTruth:
+def _touching(
+    name: str, off_deg: float, top: float, intended: Intent, doc: str, follow_through: bool = True
+) -> MatchTruth:
     layout, line = _pot_layout(0.0)
 
     def check(truth: MatchTruth) -> bool:
@@ -241,8 +284,20 @@ def _touching(name: str, off_deg: float, top: float, intended: Intent, doc: str)
         off = abs((stroke - line + 180.0) % 360.0 - 180.0)
         return (off >= 45.0) == (abs(off_deg) >= 45.0)
 
-    design = Design(name, layout, one_shot(), strokes(0, around(line + off_deg, 0.5, 6), (2.0, 1.5, 2.5, 3.0),
-                                                        top=top), [intended], check)
+    design = Design(
+        name,
+        layout,
+        one_shot(),
+        strokes(
+            0,
+            around(line + off_deg, 0.5, 6),
+            (2.0, 1.5, 2.5, 3.0),
+            top=top,
+            follow_through=follow_through,
+        ),
+        [intended],
+        check,
+    )
     design.notes.append(doc)
     return design.build()
 
@@ -253,43 +308,83 @@ def push_45() -> MatchTruth:
 
 
 def push_45_fail() -> MatchTruth:
-    """19.2(1) failing twin: played 30° off the line of centres and following through: a foul."""
-    return _touching("push_19_2_45deg_fail", 30.0, 1.0, (1, "foul", ("19.2",), None), push_45_fail.__doc__ or "")
+    """19.2(1) failing twin: played 15° off the line of centres and following through: a foul."""
+    return _touching(
+        "push_19_2_45deg_fail", 15.0, 1.0, (1, "foul", ("19.2",), None), push_45_fail.__doc__ or ""
+    )
 
 
 def push_no_follow() -> MatchTruth:
-    """19.2(2): straight through a touching ball with draw: the cue ball does not go forward."""
-    return _touching("push_19_2_no_follow", 0.0, -1.0, (1, "legal", (), "20(1)"), push_no_follow.__doc__ or "")
+    """19.2(2): straight at a touching ball, a stab with draw: the cue ball does not go forward."""
+    return _touching(
+        "push_19_2_no_follow",
+        0.0,
+        -1.0,
+        (1, "legal", (), "20(1)"),
+        push_no_follow.__doc__ or "",
+        follow_through=False,
+    )
 
 
 def push_no_follow_fail() -> MatchTruth:
-    """19.2(2) failing twin: straight through a touching ball with follow: the cue ball goes on."""
-    return _touching("push_19_2_no_follow_fail", 0.0, 1.0, (1, "foul", ("19.2",), None),
-                     push_no_follow_fail.__doc__ or "")
+    """19.2(2) failing twin: straight through a touching ball, following through: the cue ball goes on."""
+    return _touching(
+        "push_19_2_no_follow_fail",
+        0.0,
+        1.0,
+        (1, "foul", ("19.2",), None),
+        push_no_follow_fail.__doc__ or "",
+    )
 
 
 def double_hit() -> MatchTruth:
     """18: the tip touches the cue ball a second time 25 ms after the stroke."""
     layout, line = _pot_layout(300.0)
-    return Design("double_hit", layout, one_shot(),
-                  strokes(0, around(line, 0.1, 10), (1.5, 2.0, 1.2), double_hit_ms=25.0),
-                  [(1, "foul", ("18",), None)], lambda t: len(events(t, "cue_contact", 1)) == 2).build()
+    return Design(
+        "double_hit",
+        layout,
+        one_shot(),
+        strokes(0, around(line, 0.1, 10), (1.5, 2.0, 1.2), double_hit_ms=25.0),
+        [(1, "foul", ("18",), None)],
+        lambda t: len(events(t, "cue_contact", 1)) == 2,
+    ).build()
 
 
 # ---------------------------------------------------------------- item 20
 
 
-def _item20(name: str, layout: dict[int, Point], cue: int, aim: Point, clause: str | None,
-            check: Callable[[MatchTruth], bool] = lambda t: True, spread: float = 1.0, n: int = 12,
-            speeds: Sequence[float] = (1.5, 1.0, 2.0, 0.8, 2.5, 3.0), top: float = 0.5,
-            setup: Callable[[Timeline], None] | None = None, target: int | None = None,
-            goal: Point | None = None) -> MatchTruth:
+def _item20(
+    name: str,
+    layout: dict[int, Point],
+    cue: int,
+    aim: Point,
+    clause: str | None,
+    check: Callable[[MatchTruth], bool] = lambda t: True,
+    spread: float = 1.0,
+    n: int = 12,
+    speeds: Iterable[float] = (1.5, 1.0, 2.0, 0.8, 2.5, 3.0),
+    top: float = 0.5,
+    setup: Callable[[Timeline], None] | None = None,
+    target: int | None = None,
+    goal: Point | None = None,
+) -> MatchTruth:
     """One shot from ``layout``: ``cue`` struck towards ``aim`` (or a ghost-ball pot of
     ``target`` towards ``goal``), searched over angle and speed."""
-    base = ghost_angle(layout[cue], layout[target], goal) if target is not None and goal else angle_to(layout[cue], aim)
+    base = (
+        ghost_angle(layout[cue], layout[target], goal)
+        if target is not None and goal
+        else angle_to(layout[cue], aim)
+    )
     intended: Intent = (1, "legal", (), clause) if clause else (1, "foul", ("20",), None)
-    return Design(name, layout, one_shot(), strokes(cue, around(base, spread, n), speeds, top=top),
-                  [intended], check, setup=setup).build()
+    return Design(
+        name,
+        layout,
+        one_shot(),
+        strokes(cue, around(base, spread, n), speeds, top=top),
+        [intended],
+        check,
+        setup=setup,
+    ).build()
 
 
 def _only(clause: str) -> Callable[[MatchTruth], bool]:
@@ -298,7 +393,9 @@ def _only(clause: str) -> Callable[[MatchTruth], bool]:
 
     def check(truth: MatchTruth) -> bool:
         shot_events = [e for e in truth.events if e["shot"] == 1]
-        j = judge_shot(shot_events, truth.table, is_break=False, stroke_deg=truth.strokes[0]["angle_deg"])
+        j = judge_shot(
+            shot_events, truth.table, is_break=False, stroke_deg=truth.strokes[0]["angle_deg"]
+        )
         return set(j.satisfied) == {clause}
 
     return check
@@ -311,29 +408,49 @@ def _touched(a: int, b: int) -> Callable[[MatchTruth], bool]:
 
 def item20_1() -> MatchTruth:
     """20(1): the object ball pocketed."""
-    layout, line = _pot_layout(250.0)
+    layout, _ = _pot_layout(250.0)
     return _item20("item20_1", layout, 0, mouth(0), "20(1)", _only("20(1)"), spread=0.1, top=0.0)
 
 
 def item20_1_fail() -> MatchTruth:
     """20(1) failing twin: the object ball rolls towards the pocket but stops short."""
-    layout, line = _pot_layout(250.0)
+    layout, _ = _pot_layout(250.0)
 
     def check(truth: MatchTruth) -> bool:
         return not events(truth, "pocket") and not events(truth, "cushion")
 
-    return _item20("item20_1_fail", layout, 0, mouth(0), None, check, spread=0.1, speeds=(0.3, 0.25, 0.35),
-                   top=0.0)
+    return _item20(
+        "item20_1_fail",
+        layout,
+        0,
+        mouth(0),
+        None,
+        check,
+        spread=0.1,
+        speeds=(0.3, 0.25, 0.35),
+        top=0.0,
+    )
 
 
 # (2): rebound from a cushion, then (a) another cushion, (b) a ball to another cushion,
 # (c) a ball resting against another cushion.  All in the front half: no centre line.
 
+
 def item20_2a() -> MatchTruth:
     """20(2)(a): the object ball rebounds off the left cushion and runs into the front cushion."""
     layout = {0: (900.0, 700.0), 1: (700.0, 450.0)}
-    return _item20("item20_2a", layout, 0, (0, 0), "20(2)(a)", _only("20(2)(a)"), target=1, goal=(450.0, 0.0),
-                   speeds=(1.5, 2.0, 2.5, 3.0), top=0.0)
+    return _item20(
+        "item20_2a",
+        layout,
+        0,
+        (0, 0),
+        "20(2)(a)",
+        _only("20(2)(a)"),
+        target=1,
+        goal=(450.0, 0.0),
+        speeds=(1.5, 2.0, 2.5, 3.0),
+        top=0.0,
+    )
 
 
 def item20_2a_fail() -> MatchTruth:
@@ -343,33 +460,85 @@ def item20_2a_fail() -> MatchTruth:
     def check(truth: MatchTruth) -> bool:
         return len(events(truth, "cushion")) == 1
 
-    return _item20("item20_2a_fail", layout, 0, (0, 0), None, check, target=1, goal=(450.0, 0.0),
-                   speeds=(0.6, 0.5, 0.7, 0.8), top=0.0)
+    return _item20(
+        "item20_2a_fail",
+        layout,
+        0,
+        (0, 0),
+        None,
+        check,
+        target=1,
+        goal=(450.0, 0.0),
+        speeds=(0.6, 0.5, 0.7, 0.8),
+        top=0.0,
+    )
 
 
 def item20_2b() -> MatchTruth:
     """20(2)(b): the cue ball rebounds off the left cushion and drives ball 2 into the front cushion."""
     layout = {0: (1300.0, 500.0), 1: (1100.0, 200.0), 2: (450.0, 300.0)}
-    return _item20("item20_2b", layout, 0, (0, 0), "20(2)(b)", _only("20(2)(b)"), target=1, goal=(900.0, 0.0),
-                   spread=1.0, n=20, speeds=(2.0, 2.5, 3.0, 1.5), top=0.5)
+    return _item20(
+        "item20_2b",
+        layout,
+        0,
+        (0, 0),
+        "20(2)(b)",
+        _only("20(2)(b)"),
+        target=1,
+        goal=(900.0, 0.0),
+        spread=1.0,
+        n=20,
+        speeds=(2.0, 2.5, 3.0, 1.5),
+        top=0.5,
+    )
 
 
 def item20_2b_fail() -> MatchTruth:
     """20(2)(b) failing twin: the driven ball goes to the cushion the driver rebounded from."""
-    layout = {0: (1300.0, 500.0), 1: (1100.0, 200.0), 2: (600.0, 150.0)}
+    layout = {0: (1300.0, 500.0), 1: (1100.0, 200.0), 2: (800.0, 60.0)}
 
     def check(truth: MatchTruth) -> bool:
-        return len(events(truth, "ball_contact")) >= 2
+        rebound = [
+            e["t_s"] for e in events(truth, "cushion", 1) if e["ball"] == 1 and e["cushion"] == 1
+        ]
+        meet = [e["t_s"] for e in events(truth, "ball_contact", 1) if set(e["balls"]) == {1, 2}]
+        back = [
+            e["t_s"] for e in events(truth, "cushion", 1) if e["ball"] == 2 and e["cushion"] == 1
+        ]
+        return bool(rebound and meet and back) and rebound[0] < meet[0] < back[-1]
 
-    return _item20("item20_2b_fail", layout, 0, (0, 0), None, check, target=1, goal=(900.0, 0.0),
-                   spread=1.0, n=20, speeds=(1.0, 1.5, 0.8, 2.0), top=0.5)
+    return _item20(
+        "item20_2b_fail",
+        layout,
+        0,
+        (0, 0),
+        None,
+        check,
+        target=1,
+        goal=(900.0, 0.0),
+        spread=1.0,
+        n=20,
+        speeds=(1.0, 1.5, 1.2),
+        top=0.5,
+    )
 
 
 def item20_2c() -> MatchTruth:
     """20(2)(c): the object ball rebounds off the left cushion and touches ball 2 frozen to the front cushion."""
     layout = {0: (900.0, 700.0), 1: (700.0, 450.0), 2: (R, 250.0)}
-    return _item20("item20_2c", layout, 0, (0, 0), "20(2)(c)", _touched(1, 2), target=1, goal=(400.0, 0.0),
-                   n=20, speeds=(0.8, 1.0, 0.7, 1.2, 0.6), top=0.0)
+    return _item20(
+        "item20_2c",
+        layout,
+        0,
+        (0, 0),
+        "20(2)(c)",
+        _touched(1, 2),
+        target=1,
+        goal=(400.0, 0.0),
+        n=20,
+        speeds=(0.8, 1.0, 0.7, 1.2, 0.6),
+        top=0.0,
+    )
 
 
 def item20_2c_fail() -> MatchTruth:
@@ -379,18 +548,40 @@ def item20_2c_fail() -> MatchTruth:
     def check(truth: MatchTruth) -> bool:
         return any(set(e["balls"]) == {1, 2} for e in events(truth, "ball_contact"))
 
-    return _item20("item20_2c_fail", layout, 0, (0, 0), None, check, target=1, goal=(450.0, 0.0),
-                   n=20, speeds=(0.8, 1.0, 0.7, 0.6, 1.2), top=0.0)
+    return _item20(
+        "item20_2c_fail",
+        layout,
+        0,
+        (0, 0),
+        None,
+        check,
+        target=1,
+        goal=(450.0, 0.0),
+        n=20,
+        speeds=(0.8, 1.0, 0.7, 0.6, 1.2),
+        top=0.0,
+    )
 
 
 # (3): across the centre line, then (a) any cushion, (b) a ball to any cushion, (c) a ball
 # resting against any cushion.
 
+
 def item20_3a() -> MatchTruth:
     """20(3)(a): the object ball crosses the centre line and reaches the right cushion."""
     layout = {0: (1500.0, 700.0), 1: (1700.0, 800.0)}
-    return _item20("item20_3a", layout, 0, (0, 0), "20(3)(a)", _only("20(3)(a)"), target=1,
-                   goal=(2400.0, W), speeds=(1.0, 1.5, 0.8, 2.0), top=0.0)
+    return _item20(
+        "item20_3a",
+        layout,
+        0,
+        (0, 0),
+        "20(3)(a)",
+        _only("20(3)(a)"),
+        target=1,
+        goal=(2400.0, W),
+        speeds=(1.0, 1.5, 0.8, 2.0),
+        top=0.0,
+    )
 
 
 def item20_3a_fail() -> MatchTruth:
@@ -400,15 +591,36 @@ def item20_3a_fail() -> MatchTruth:
     def check(truth: MatchTruth) -> bool:
         return bool(events(truth, "line_cross")) and not events(truth, "cushion")
 
-    return _item20("item20_3a_fail", layout, 0, (0, 0), None, check, target=1, goal=(2400.0, W),
-                   speeds=(0.4, 0.35, 0.45, 0.3), top=0.0)
+    return _item20(
+        "item20_3a_fail",
+        layout,
+        0,
+        (0, 0),
+        None,
+        check,
+        target=1,
+        goal=(2400.0, W),
+        speeds=(0.4, 0.35, 0.45, 0.3),
+        top=0.0,
+    )
 
 
 def item20_3b() -> MatchTruth:
     """20(3)(b): the object ball crosses the centre line and drives ball 2 into the back cushion."""
     layout = {0: (1400.0, 889.0), 1: (1650.0, 889.0), 2: (2900.0, 889.0)}
-    return _item20("item20_3b", layout, 0, (0, 0), "20(3)(b)", _only("20(3)(b)"), target=1,
-                   goal=(2900.0, 889.0), spread=0.3, speeds=(2.0, 2.5, 1.5, 3.0), top=0.0)
+    return _item20(
+        "item20_3b",
+        layout,
+        0,
+        (0, 0),
+        "20(3)(b)",
+        _only("20(3)(b)"),
+        target=1,
+        goal=(2900.0, 889.0),
+        spread=0.3,
+        speeds=(2.0, 2.5, 1.5, 3.0),
+        top=0.0,
+    )
 
 
 def item20_3b_fail() -> MatchTruth:
@@ -418,31 +630,77 @@ def item20_3b_fail() -> MatchTruth:
     def check(truth: MatchTruth) -> bool:
         return any(set(e["balls"]) == {1, 2} for e in events(truth, "ball_contact"))
 
-    return _item20("item20_3b_fail", layout, 0, (0, 0), None, check, target=1, goal=(2200.0, 889.0),
-                   spread=0.3, speeds=(0.6, 0.7, 0.5, 0.8), top=0.0)
+    return _item20(
+        "item20_3b_fail",
+        layout,
+        0,
+        (0, 0),
+        None,
+        check,
+        target=1,
+        goal=(2200.0, 889.0),
+        spread=0.3,
+        speeds=(0.6, 0.7, 0.5, 0.8),
+        top=0.0,
+    )
 
 
 def item20_3c() -> MatchTruth:
     """20(3)(c): the object ball crosses the centre line and touches ball 2 frozen to the right cushion."""
     layout = {0: (1400.0, 1100.0), 1: (1650.0, 1250.0), 2: (2200.0, W - R)}
-    return _item20("item20_3c", layout, 0, (0, 0), "20(3)(c)", _touched(1, 2), target=1,
-                   goal=(2200.0, W - R), spread=0.3, n=10, speeds=around(0.9, 0.05, 8), top=0.0)
+    return _item20(
+        "item20_3c",
+        layout,
+        0,
+        (0, 0),
+        "20(3)(c)",
+        _touched(1, 2),
+        target=1,
+        goal=(2200.0, W - R),
+        spread=0.3,
+        n=10,
+        speeds=around(0.9, 0.05, 8),
+        top=0.0,
+    )
 
 
 def item20_3c_fail() -> MatchTruth:
     """20(3)(c) failing twin: the touched ball is 30 mm off the cushion, not resting against it."""
     layout = {0: (1400.0, 1100.0), 1: (1650.0, 1250.0), 2: (2200.0, W - R - 30.0)}
-    return _item20("item20_3c_fail", layout, 0, (0, 0), None, _touched(1, 2), target=1,
-                   goal=(2200.0, W - R - 30.0), spread=0.3, n=10, speeds=around(0.8, 0.03, 10), top=0.0)
+    return _item20(
+        "item20_3c_fail",
+        layout,
+        0,
+        (0, 0),
+        None,
+        _touched(1, 2),
+        target=1,
+        goal=(2200.0, W - R - 30.0),
+        spread=0.3,
+        n=10,
+        speeds=around(0.8, 0.03, 10),
+        top=0.0,
+    )
 
 
 # (4): a rebound, then (a) across the centre line, (b) rolls a ball across it.
 
+
 def item20_4a() -> MatchTruth:
     """20(4)(a): the object ball rebounds off the left cushion and crosses the centre line."""
     layout = {0: (1100.0, 900.0), 1: (1300.0, 600.0)}
-    return _item20("item20_4a", layout, 0, (0, 0), "20(4)(a)", _only("20(4)(a)"), target=1,
-                   goal=(1550.0, 0.0), speeds=(1.0, 1.2, 0.8, 1.5), top=0.0)
+    return _item20(
+        "item20_4a",
+        layout,
+        0,
+        (0, 0),
+        "20(4)(a)",
+        _only("20(4)(a)"),
+        target=1,
+        goal=(1550.0, 0.0),
+        speeds=(1.0, 1.2, 0.8, 1.5),
+        top=0.0,
+    )
 
 
 def item20_4a_fail() -> MatchTruth:
@@ -451,10 +709,21 @@ def item20_4a_fail() -> MatchTruth:
 
     def check(truth: MatchTruth) -> bool:
         return len(events(truth, "cushion")) == 1 and not any(
-            e["line"] == "centre" for e in events(truth, "line_cross"))
+            e["line"] == "centre" for e in events(truth, "line_cross")
+        )
 
-    return _item20("item20_4a_fail", layout, 0, (0, 0), None, check, target=1, goal=(1550.0, 0.0),
-                   speeds=(0.6, 0.5, 0.7, 0.45), top=0.0)
+    return _item20(
+        "item20_4a_fail",
+        layout,
+        0,
+        (0, 0),
+        None,
+        check,
+        target=1,
+        goal=(1550.0, 0.0),
+        speeds=(0.6, 0.5, 0.7, 0.45),
+        top=0.0,
+    )
 
 
 def item20_4b() -> MatchTruth:
@@ -462,18 +731,43 @@ def item20_4b() -> MatchTruth:
     layout = {0: (1200.0, 700.0), 1: (1300.0, 400.0), 2: (1660.0, 366.0)}
 
     def check(truth: MatchTruth) -> bool:
-        return _touched(1, 2)(truth) and any(e["ball"] == 2 and e["line"] == "centre"
-                                             for e in events(truth, "line_cross", 1))
+        return _touched(1, 2)(truth) and any(
+            e["ball"] == 2 and e["line"] == "centre" for e in events(truth, "line_cross", 1)
+        )
 
-    return _item20("item20_4b", layout, 0, (0, 0), "20(4)(b)", check, target=1, goal=(1450.0, 0.0),
-                   spread=0.5, n=12, speeds=(1.5, 2.0, 2.5, 1.2, 3.0), top=0.0)
+    return _item20(
+        "item20_4b",
+        layout,
+        0,
+        (0, 0),
+        "20(4)(b)",
+        check,
+        target=1,
+        goal=(1450.0, 0.0),
+        spread=0.5,
+        n=12,
+        speeds=(1.5, 2.0, 2.5, 1.2, 3.0),
+        top=0.0,
+    )
 
 
 def item20_4b_fail() -> MatchTruth:
     """20(4)(b) failing twin: the object ball rebounds and touches ball 2, which stops short of the line."""
     layout = {0: (1200.0, 700.0), 1: (1300.0, 400.0), 2: (1560.0, 250.0)}
-    return _item20("item20_4b_fail", layout, 0, (0, 0), None, _touched(1, 2), target=1, goal=(1450.0, 0.0),
-                   spread=0.5, n=12, speeds=around(0.8, 0.05, 8), top=0.0)
+    return _item20(
+        "item20_4b_fail",
+        layout,
+        0,
+        (0, 0),
+        None,
+        _touched(1, 2),
+        target=1,
+        goal=(1450.0, 0.0),
+        spread=0.5,
+        n=12,
+        speeds=around(0.8, 0.05, 8),
+        top=0.0,
+    )
 
 
 def note1_order() -> MatchTruth:
@@ -484,10 +778,21 @@ def note1_order() -> MatchTruth:
         t_c = first_contact(truth)["t_s"]
         before = [e for e in truth.events if e["shot"] == 1 and e["t_s"] < t_c]
         return any(e["type"] == "cushion" for e in before) and any(
-            e["type"] == "line_cross" and e["line"] == "centre" for e in before)
+            e["type"] == "line_cross" and e["line"] == "centre" for e in before
+        )
 
-    return _item20("note1_order", layout, 0, (2000.0, 0.0), None, check, spread=0.5, n=12,
-                   speeds=around(1.8, 0.2, 5), top=1.0)
+    return _item20(
+        "note1_order",
+        layout,
+        0,
+        (2000.0, 0.0),
+        None,
+        check,
+        spread=0.5,
+        n=12,
+        speeds=around(1.8, 0.2, 5),
+        top=1.0,
+    )
 
 
 # note 2: the first object ball rests against a cushion and sends the cue ball on.
@@ -495,21 +800,53 @@ def note1_order() -> MatchTruth:
 _NOTE2 = {0: (1100.0, 450.0), 1: (1100.0, R)}
 
 
-def _note2(name: str, declare: bool, clause: str | None, check: Callable[[MatchTruth], bool],
-           layout: dict[int, Point] = _NOTE2, angles: Iterable[float] = around(-90.0, 0.5, 6),
-           speeds: Sequence[float] = (1.5, 2.0, 1.2, 2.5), top: float = 1.0) -> MatchTruth:
+def _note2(
+    name: str,
+    declare: bool,
+    clause: str | None,
+    check: Callable[[MatchTruth], bool],
+    layout: dict[int, Point] = _NOTE2,
+    angles: Iterable[float] = around(-90.0, 0.5, 6),
+    speeds: Sequence[float] = (1.5, 2.0, 1.2, 2.5),
+    top: float = 1.0,
+) -> MatchTruth:
     def setup(tl: Timeline) -> None:
         if declare:
             tl.wait(2.0)
             tl.keypad("declare_frozen", 1)
 
     intended: Intent = (1, "legal", (), clause) if clause else (1, "foul", ("20",), None)
-    return Design(name, layout, one_shot(), strokes(0, angles, speeds, top=top), [intended], check,
-                  setup=setup).build()
+    return Design(
+        name,
+        layout,
+        one_shot(),
+        strokes(0, angles, speeds, top=top),
+        [intended],
+        check,
+        setup=setup,
+    ).build()
 
 
 def _cue_contacts(truth: MatchTruth) -> int:
     return sum(1 for e in events(truth, "ball_contact", 1) if set(e["balls"]) == {0, 1})
+
+
+def _one_contact_and_on(truth: MatchTruth) -> bool:
+    """One contact with the frozen ball, and the cue ball then reaches another cushion or the centre line."""
+    t_c = first_contact(truth)["t_s"]
+    on = any(
+        e["ball"] == 0
+        and e["t_s"] > t_c
+        and (
+            e["type"] == "line_cross"
+            and e["line"] == "centre"
+            or e["type"] == "cushion"
+            and e["cushion"] != 1
+        )
+        for e in truth.events
+        if e["shot"] == 1 and e["type"] in ("line_cross", "cushion")
+    )
+    return _cue_contacts(truth) == 1 and on
 
 
 def note2_separate() -> MatchTruth:
@@ -519,18 +856,26 @@ def note2_separate() -> MatchTruth:
     comes back off the cushion and meets the cue ball a few milliseconds after the first contact.
     """
     layout = {0: (1100.0, 450.0), 1: (1100.0, R + 1.2)}
-    return _note2("note2_two_contacts", False, "20 note 2", lambda t: _cue_contacts(t) >= 2, layout,
-                  around(-90.0, 0.5, 4), (2.5, 2.0, 3.0, 1.5), top=-0.5)
+    return _note2(
+        "note2_two_contacts",
+        False,
+        "20 note 2",
+        lambda t: _cue_contacts(t) >= 2,
+        layout,
+        around(-90.0, 0.5, 4),
+        (2.5, 2.0, 3.0, 1.5),
+        top=-0.5,
+    )
 
 
 def note2_declared() -> MatchTruth:
     """Note 2: one contact with the frozen ball, but declared with DECLARE_FROZEN: legal."""
-    return _note2("note2_declared", True, "20 note 2", lambda t: _cue_contacts(t) == 1)
+    return _note2("note2_declared", True, "20 note 2", _one_contact_and_on)
 
 
 def note2_neither() -> MatchTruth:
     """Note 2: one contact with the frozen ball and no declaration: a foul."""
-    return _note2("note2_neither", False, None, lambda t: _cue_contacts(t) == 1)
+    return _note2("note2_neither", False, None, _one_contact_and_on)
 
 
 # ---------------------------------------------------------------- 14.2, 17
@@ -556,11 +901,20 @@ def early_shot() -> MatchTruth:
 
     def check(truth: MatchTruth) -> bool:
         start2 = events(truth, "shot_start", 2)[0]["t_s"]
-        xy, state, present = truth.sample(np.array([start2 - 1e-6]))
-        return bool((state[0][present[0]] != 0).any()) and events(truth, "shot_end", 1)[0]["interrupted"]
+        _, state, present = truth.sample(np.array([start2 - 1e-6]))
+        return (
+            bool((state[0][present[0]] != 0).any())
+            and events(truth, "shot_end", 1)[0]["interrupted"]
+        )
 
-    return Design("early_shot_14_2", layout, play, candidates(),
-                  [(1, "legal", (), "20(1)"), (2, "foul", ("14.2",), None)], check).build()
+    return Design(
+        "early_shot_14_2",
+        layout,
+        play,
+        candidates(),
+        [(1, "legal", (), "20(1)"), (2, "foul", ("14.2",), None)],
+        check,
+    ).build()
 
 
 def ball_nudged() -> MatchTruth:
@@ -573,10 +927,16 @@ def ball_nudged() -> MatchTruth:
         tl.nudge(5, 30.0, 0.15)
         tl.rest()
 
-    return Design("ball_nudged_17", layout, play,
-                  strokes(0, around(ghost_angle(layout[0], layout[1], (450.0, 0.0)), 1.0, 12), (1.5, 2.0, 2.5)),
-                  [(1, "legal", (), "20(2)(a)"), (None, "foul", ("17",), None)],
-                  lambda t: len(events(t, "ball_moved")) == 1).build()
+    return Design(
+        "ball_nudged_17",
+        layout,
+        play,
+        strokes(
+            0, around(ghost_angle(layout[0], layout[1], (450.0, 0.0)), 1.0, 12), (1.5, 2.0, 2.5)
+        ),
+        [(1, "legal", (), "20(2)(a)"), (None, "foul", ("17",), None)],
+        lambda t: len(events(t, "ball_moved")) == 1,
+    ).build()
 
 
 # ---------------------------------------------------------------- the library

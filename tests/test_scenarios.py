@@ -1,0 +1,514 @@
+"""Every named scenario's ground truth shows the situation it is named after.
+
+The verdicts a scenario promises are the yardstick the rules engine is
+measured with, so each is checked twice: the intended verdict (this file's
+table, written from the rules, not from the code) and the situation itself
+read straight off the truth events (the order of contacts, cushions and
+crossings; the stroke's angle; the tip's overlap with the first contact).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from firmware_host.virtual_table.physics_verdicts import judge_truth
+from firmware_host.virtual_table.scenarios import SCENARIOS
+from firmware_host.virtual_table.truth import MatchTruth
+from protocol.geometry import DEFAULT_TABLE
+from rules.rack import rack_positions
+
+T = DEFAULT_TABLE
+D = T.ball_mm
+Event = dict[str, Any]
+
+
+@functools.cache
+def truth_of(name: str) -> MatchTruth:
+    return SCENARIOS[name]()
+
+
+# ---------------------------------------------------------------- reading the truth
+
+
+def shot_events(truth: MatchTruth, shot: int = 1) -> list[Event]:
+    return [e for e in truth.events if e["shot"] == shot]
+
+
+def start(truth: MatchTruth, shot: int = 1) -> Event:
+    return next(e for e in shot_events(truth, shot) if e["type"] == "shot_start")
+
+
+def first_contact_index(events: list[Event], cue: int) -> int:
+    return next(
+        i for i, e in enumerate(events) if e["type"] == "ball_contact" and cue in e["balls"]
+    )
+
+
+def after_first(truth: MatchTruth, shot: int = 1) -> list[Event]:
+    events = shot_events(truth, shot)
+    return events[first_contact_index(events, start(truth, shot)["cue_ball"]) + 1 :]
+
+
+def before_first(truth: MatchTruth, shot: int = 1) -> list[Event]:
+    events = shot_events(truth, shot)
+    return events[: first_contact_index(events, start(truth, shot)["cue_ball"])]
+
+
+def cushion(
+    ball: int | None = None, which: Callable[[int], bool] = lambda c: True
+) -> Callable[[Event], bool]:
+    return lambda e: (
+        e["type"] == "cushion" and (ball is None or e["ball"] == ball) and which(e["cushion"])
+    )
+
+
+def crosses(ball: int | None = None) -> Callable[[Event], bool]:
+    return lambda e: (
+        e["type"] == "line_cross" and e["line"] == "centre" and (ball is None or e["ball"] == ball)
+    )
+
+
+def contact(a: int, b: int) -> Callable[[Event], bool]:
+    return lambda e: e["type"] == "ball_contact" and set(e["balls"]) == {a, b}
+
+
+def pocket(e: Event) -> bool:
+    return e["type"] == "pocket"
+
+
+def in_order(events: list[Event], *steps: Callable[[Event], bool]) -> bool:
+    """The steps happen in this order (other events may come between)."""
+    k = 0
+    for e in events:
+        if k < len(steps) and steps[k](e):
+            k += 1
+    return k == len(steps)
+
+
+def chain(
+    events: list[Event],
+    x: int,
+    y: int,
+    first: Callable[[int], Callable[[Event], bool]],
+    then: Callable[[int], Callable[[Event], bool]],
+) -> bool:
+    return in_order(events, first(x), contact(x, y), then(y))
+
+
+def object_cushioned(truth: MatchTruth) -> set[int]:
+    return {e["ball"] for e in after_first(truth) if e["type"] == "cushion" and e["ball"] != 0}
+
+
+def frozen_at_start(truth: MatchTruth, ball: int) -> list[int]:
+    return start(truth)["frozen"].get(str(ball), [])
+
+
+def line_of_centres(truth: MatchTruth) -> tuple[np.ndarray, np.ndarray, float]:
+    balls = start(truth)["balls"]
+    cue, obj = np.array(balls["0"]), np.array(balls["1"])
+    dist = float(np.linalg.norm(obj - cue))
+    return cue, (obj - cue) / dist, dist
+
+
+def stroke_off_line_deg(truth: MatchTruth) -> float:
+    _, u, _ = line_of_centres(truth)
+    a = math.radians(truth.strokes[0]["angle_deg"])
+    return math.degrees(math.acos(float(np.clip(math.cos(a) * u[0] + math.sin(a) * u[1], -1, 1))))
+
+
+def initial_direction_off_line_deg(truth: MatchTruth, mm: float = 3.0) -> float:
+    """The cue ball's real direction over its first few millimetres, off the line of centres."""
+    cue, u, _ = line_of_centres(truth)
+    t0 = start(truth)["t_s"]
+    t = t0 + np.linspace(0.0, 0.05, 5001)
+    xy, _, _ = truth.sample(t)
+    moved = np.linalg.norm(xy[:, 0] - cue, axis=1)
+    d = xy[np.argmax(moved >= mm), 0] - cue
+    return math.degrees(math.acos(float(np.clip(d @ u / np.linalg.norm(d), -1, 1))))
+
+
+def cue_reach_mm(truth: MatchTruth) -> tuple[float, float]:
+    """How far the cue ball got along the line of centres, and where the object ball started."""
+    cue, u, dist = line_of_centres(truth)
+    end = next(e for e in shot_events(truth) if e["type"] == "shot_end")
+    t = np.linspace(start(truth)["t_s"], end["t_s"], 20001)
+    xy, _, present = truth.sample(t)
+    along = (xy[present[:, 0], 0] - cue) @ u
+    return float(along.max()), dist
+
+
+def tip_overlaps_first_contact(truth: MatchTruth) -> bool:
+    events = shot_events(truth)
+    tip = next(e for e in events if e["type"] == "cue_contact")
+    first = events[first_contact_index(events, start(truth)["cue_ball"])]
+    return tip["t_s"] <= first["t_s"] <= tip["t_s"] + tip["duration_us"] / 1e6
+
+
+def gap_mm(truth: MatchTruth) -> float:
+    _, _, dist = line_of_centres(truth)
+    return dist - D
+
+
+def early_shot_situation(truth: MatchTruth) -> bool:
+    end1 = next(e for e in truth.events if e["type"] == "shot_end" and e["shot"] == 1)
+    start2 = start(truth, 2)
+    _, state, present = truth.sample(np.array([start2["t_s"] - 1e-6]))
+    return end1["interrupted"] and end1["t_s"] == start2["t_s"] and bool(state[0][present[0]].any())
+
+
+def nudge_situation(truth: MatchTruth) -> bool:
+    moved = [e for e in truth.events if e["type"] == "ball_moved"]
+    end1 = next(e for e in truth.events if e["type"] == "shot_end")
+    rests = [e for e in truth.events if e["type"] == "rest" and e["t_s"] > moved[0]["t_s"]]
+    return (
+        len(moved) == 1
+        and moved[0]["shot"] is None
+        and moved[0]["t_s"] > end1["t_s"]
+        and bool(rests)
+    )
+
+
+def declared_before_shot(truth: MatchTruth) -> bool:
+    keys = [e for e in truth.events if e["type"] == "keypad" and e["key"] == "declare_frozen"]
+    return bool(keys) and keys[0]["arg"] == 1 and keys[0]["t_s"] < start(truth)["t_s"]
+
+
+def cue_contacts(truth: MatchTruth) -> int:
+    return sum(1 for e in shot_events(truth) if contact(0, 1)(e))
+
+
+def cue_goes_on(truth: MatchTruth) -> bool:
+    """After the frozen ball, the cue ball reaches a cushion other than that ball's, or the centre line."""
+    rest = frozen_at_start(truth, 1)
+    return any(cushion(0, lambda c: c not in rest)(e) or crosses(0)(e) for e in after_first(truth))
+
+
+def drives_to_cushion(truth: MatchTruth, same: bool) -> bool:
+    """Some ball rebounds off a cushion, meets another, which then reaches that (or another) cushion."""
+
+    def piece(c1: int, equal: bool) -> Callable[[int], bool]:
+        return lambda c: (c == c1) == equal
+
+    return any(
+        in_order(
+            after_first(truth),
+            cushion(x, piece(c1, True)),
+            contact(x, y),
+            cushion(y, piece(c1, same)),
+        )
+        for x in range(16)
+        for y in range(16)
+        for c1 in range(6)
+        if x != y
+    )
+
+
+def no_result(events: list[Event]) -> bool:
+    return not any(e["type"] in ("cushion", "pocket") or crosses()(e) for e in events)
+
+
+# ---------------------------------------------------------------- the table
+
+LEGAL = "legal"
+FOUL = "foul"
+
+CASES: dict[str, tuple[list[tuple[Any, ...]], Callable[[MatchTruth], bool]]] = {
+    "break_12_1_1": (
+        [(1, LEGAL, (), "12.1(1)")],
+        lambda t: t.strokes[0]["break"] and any(map(pocket, after_first(t))),
+    ),
+    "break_12_1_2": (
+        [(1, LEGAL, (), "12.1(2)")],
+        lambda t: len(object_cushioned(t)) >= 3 and not any(map(pocket, after_first(t))),
+    ),
+    "break_12_1_3": (
+        [(1, LEGAL, (), "12.1(3)")],
+        lambda t: (
+            len(object_cushioned(t)) == 2
+            and any(crosses()(e) and e["ball"] != 0 for e in after_first(t))
+            and not any(map(pocket, after_first(t)))
+        ),
+    ),
+    "break_illegal": (
+        [(1, FOUL, ("12.1",), None)],
+        lambda t: len(object_cushioned(t)) < 2 and not any(map(pocket, after_first(t))),
+    ),
+    "coloured_outside_11_3": (
+        [(1, FOUL, ("11.3",), None)],
+        lambda t: (
+            not T.in_house(start(t)["balls"]["0"][0])
+            and any(
+                v["kind"] == "notice" and v["rules"] == ["11.3"] and v["t_s"] < start(t)["t_s"]
+                for v in t.verdicts
+            )
+        ),
+    ),
+    "incomplete_rack": (
+        [(1, LEGAL, (), "12.1(2)")],
+        lambda t: (
+            sorted(tuple(xy) for b, xy in start(t)["balls"].items() if b != "0")
+            == sorted((round(x, 1), round(y, 1)) for x, y in rack_positions(10, T))
+        ),
+    ),
+    "push": (
+        [(1, FOUL, ("19.1",), None)],
+        lambda t: tip_overlaps_first_contact(t) and gap_mm(t) >= 10.0,
+    ),
+    "push_19_2_45deg": (
+        [(1, LEGAL, (), "20(1)")],
+        lambda t: (
+            tip_overlaps_first_contact(t)
+            and gap_mm(t) < 0.5
+            and stroke_off_line_deg(t) >= 45.0
+            and initial_direction_off_line_deg(t) >= 45.0
+        ),
+    ),
+    "push_19_2_45deg_fail": (
+        [(1, FOUL, ("19.2",), None)],
+        lambda t: (
+            tip_overlaps_first_contact(t)
+            and stroke_off_line_deg(t) < 45.0
+            and initial_direction_off_line_deg(t) < 45.0
+            and cue_reach_mm(t)[0] > cue_reach_mm(t)[1] + 2.0
+        ),
+    ),
+    "push_19_2_no_follow": (
+        [(1, LEGAL, (), "20(1)")],
+        lambda t: (
+            tip_overlaps_first_contact(t)
+            and stroke_off_line_deg(t) < 1.0
+            and cue_reach_mm(t)[0] <= cue_reach_mm(t)[1]
+        ),
+    ),
+    "push_19_2_no_follow_fail": (
+        [(1, FOUL, ("19.2",), None)],
+        lambda t: (
+            tip_overlaps_first_contact(t)
+            and stroke_off_line_deg(t) < 1.0
+            and cue_reach_mm(t)[0] > cue_reach_mm(t)[1] + 2.0
+        ),
+    ),
+    "double_hit": (
+        [(1, FOUL, ("18",), None)],
+        lambda t: (
+            [
+                round(e["t_s"] - start(t)["t_s"], 6)
+                for e in shot_events(t)
+                if e["type"] == "cue_contact"
+            ]
+            == [0.0, 0.025]
+        ),
+    ),
+    "item20_1": ([(1, LEGAL, (), "20(1)")], lambda t: any(map(pocket, after_first(t)))),
+    "item20_1_fail": ([(1, FOUL, ("20",), None)], lambda t: no_result(shot_events(t))),
+    "item20_2a": (
+        [(1, LEGAL, (), "20(2)(a)")],
+        lambda t: in_order(
+            after_first(t), cushion(1, lambda c: c == 1), cushion(1, lambda c: c != 1)
+        ),
+    ),
+    "item20_2a_fail": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: (
+            sum(map(cushion(), after_first(t))) == 1 and not any(map(crosses(), after_first(t)))
+        ),
+    ),
+    "item20_2b": ([(1, LEGAL, (), "20(2)(b)")], lambda t: drives_to_cushion(t, same=False)),
+    "item20_2b_fail": ([(1, FOUL, ("20",), None)], lambda t: drives_to_cushion(t, same=True)),
+    "item20_2c": (
+        [(1, LEGAL, (), "20(2)(c)")],
+        lambda t: (
+            frozen_at_start(t, 2) == [0]
+            and chain(
+                after_first(t),
+                1,
+                2,
+                lambda x: cushion(x, lambda c: c == 1),
+                lambda y: lambda e: True,
+            )
+        ),
+    ),
+    "item20_2c_fail": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: (
+            frozen_at_start(t, 2) == [1]
+            and chain(
+                after_first(t),
+                1,
+                2,
+                lambda x: cushion(x, lambda c: c == 1),
+                lambda y: lambda e: True,
+            )
+        ),
+    ),
+    "item20_3a": (
+        [(1, LEGAL, (), "20(3)(a)")],
+        lambda t: in_order(after_first(t), crosses(1), cushion(1)),
+    ),
+    "item20_3a_fail": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: any(map(crosses(), after_first(t))) and not any(map(cushion(), after_first(t))),
+    ),
+    "item20_3b": (
+        [(1, LEGAL, (), "20(3)(b)")],
+        lambda t: chain(after_first(t), 1, 2, crosses, cushion),
+    ),
+    "item20_3b_fail": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: (
+            chain(after_first(t), 1, 2, crosses, lambda y: lambda e: True)
+            and not any(map(cushion(), after_first(t)))
+        ),
+    ),
+    "item20_3c": (
+        [(1, LEGAL, (), "20(3)(c)")],
+        lambda t: (
+            frozen_at_start(t, 2) == [4]
+            and chain(after_first(t), 1, 2, crosses, lambda y: lambda e: True)
+        ),
+    ),
+    "item20_3c_fail": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: (
+            frozen_at_start(t, 2) == []
+            and chain(after_first(t), 1, 2, crosses, lambda y: lambda e: True)
+            and not any(map(cushion(), after_first(t)))
+        ),
+    ),
+    "item20_4a": (
+        [(1, LEGAL, (), "20(4)(a)")],
+        lambda t: in_order(after_first(t), cushion(1), crosses(1)),
+    ),
+    "item20_4a_fail": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: any(map(cushion(), after_first(t))) and not any(map(crosses(), after_first(t))),
+    ),
+    "item20_4b": (
+        [(1, LEGAL, (), "20(4)(b)")],
+        lambda t: chain(after_first(t), 1, 2, cushion, crosses),
+    ),
+    "item20_4b_fail": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: (
+            chain(after_first(t), 1, 2, cushion, lambda y: lambda e: True)
+            and not any(map(crosses(), after_first(t)))
+        ),
+    ),
+    # the rebound and the crossing of 20(4)(a) both happen, but the rebound comes before the contact
+    "note1_order": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: (
+            in_order(before_first(t), cushion(0))
+            and in_order(shot_events(t), cushion(0), contact(0, 1), crosses(0))
+        ),
+    ),
+    "note2_two_contacts": (
+        [(1, LEGAL, (), "20 note 2")],
+        lambda t: frozen_at_start(t, 1) == [1] and cue_contacts(t) >= 2 and cue_goes_on(t),
+    ),
+    "note2_declared": (
+        [(1, LEGAL, (), "20 note 2")],
+        lambda t: declared_before_shot(t) and cue_contacts(t) == 1 and cue_goes_on(t),
+    ),
+    "note2_neither": (
+        [(1, FOUL, ("20",), None)],
+        lambda t: (
+            not any(e["type"] == "keypad" for e in t.events)
+            and cue_contacts(t) == 1
+            and frozen_at_start(t, 1) == [1]
+            and cue_goes_on(t)
+        ),
+    ),
+    "early_shot_14_2": (
+        [(1, LEGAL, (), "20(1)"), (2, FOUL, ("14.2",), None)],
+        early_shot_situation,
+    ),
+    "ball_nudged_17": ([(1, LEGAL, (), "20(2)(a)"), (None, FOUL, ("17",), None)], nudge_situation),
+}
+
+
+def test_every_scenario_has_a_case() -> None:
+    assert set(SCENARIOS) - {"random"} == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_scenario_gives_the_intended_verdicts(name: str) -> None:
+    intended, _ = CASES[name]
+    truth = truth_of(name)
+    got = [
+        (v["shot"], v["verdict"], tuple(v["rules"]), v.get("satisfied"))
+        for v in truth.verdicts
+        if v["kind"] == "verdict"
+    ]
+    assert got == intended
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_scenario_truth_shows_the_situation(name: str) -> None:
+    _, situation = CASES[name]
+    assert situation(truth_of(name))
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_truth_keeps_the_contract(name: str) -> None:
+    """What the sensor model relies on: order, shot numbering, physics detail, JSON."""
+    truth = truth_of(name)
+    times = [e["t_s"] for e in truth.events]
+    assert times == sorted(times)
+    assert truth.duration_s > times[-1]
+    json.dumps(truth.events)
+    json.dumps(truth.verdicts)
+    shots = [e["shot"] for e in truth.events if e["type"] == "shot_start"]
+    assert shots == list(range(1, len(shots) + 1))
+    assert [e["shot"] for e in truth.events if e["type"] == "shot_end"] == shots
+    assert len(truth.strokes) == len(shots)
+    for e in truth.events:
+        assert "shot" in e
+        if e["type"] in ("cushion", "pocket", "ball_contact"):
+            assert e["speed_mps"] >= 0.0
+        if e["type"] == "cue_contact":
+            assert e["ball"] is not None and e["duration_us"] > 0 and e["force_n"] > 0
+        if e["type"] in ("cue_contact", "ball_contact", "cushion", "pocket"):
+            assert e["shot"] is not None
+    moving: dict[int, bool] = {}
+    for e in truth.events:
+        if e["type"] in ("_ball_start", "_ball_stop"):
+            now = e["type"] == "_ball_start"
+            assert moving.get(e["ball"], False) != now
+            moving[e["ball"]] = now
+    assert not any(moving.values())
+    # a shot ends when the last ball stops: no ball moves at its shot_end (unless interrupted)
+    for end in (e for e in truth.events if e["type"] == "shot_end" and not e["interrupted"]):
+        _, state, present = truth.sample(np.array([end["t_s"] + 1e-9]))
+        assert not state[0][present[0]].any()
+        assert end["certain"] is True and end["paths"]
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_verdicts_are_what_the_truth_judges(name: str) -> None:
+    """The verdicts stored with a truth come back when its events alone are judged again."""
+    truth = truth_of(name)
+    stored = [v for v in truth.verdicts if v["kind"] == "verdict"]
+    assert judge_truth(truth.events, truth.strokes, truth.table) == stored
+
+
+def test_random_match_frames_start_from_a_rack() -> None:
+    truth = truth_of("random")
+    breaks = [s for s in truth.strokes if s["break"]]
+    assert breaks and truth.strokes[0]["break"]
+    for s in breaks:
+        balls = start(truth, s["shot"])["balls"]
+        assert sorted(tuple(xy) for b, xy in balls.items() if b != "0") == sorted(
+            (round(x, 1), round(y, 1)) for x, y in rack_positions(15, T)
+        )
+        assert T.in_house(balls["0"][0])
+    assert [v["shot"] for v in truth.verdicts if v["kind"] == "verdict"] == [
+        s["shot"] for s in truth.strokes
+    ]
