@@ -23,7 +23,16 @@ from protocol.geometry import DEFAULT_TABLE, Table
 
 from .config import SENSOR_NODES, RulesConfig, SensorSet
 from .rack import MAX_BALLS, check_rack
-from .shot import Event, Finding, Shot, ball_name, positions_of, result_findings, stroke_findings
+from .shot import (
+    Event,
+    Finding,
+    Shot,
+    ball_name,
+    early_fouls,
+    positions_of,
+    result_findings,
+    stroke_findings,
+)
 
 Line = dict[str, Any]
 
@@ -223,7 +232,19 @@ class Referee:
             self._early_tips.append(ev)
         elif self.shot is not None:
             self.shot.events.append(ev)
+            if ev["type"] in ("cue_contact", "ball_contact"):
+                return self._early(self.shot, ev)
         return []
+
+    def _early(self, shot: Shot, ev: Event) -> list[Line]:
+        """A double hit or push lights the lamp now; the shot's verdict repeats it."""
+        fresh = [
+            f for f in early_fouls(shot, self.sensors, self.config) if f.rule not in shot.announced
+        ]
+        if not fresh:
+            return []
+        shot.announced.update(f.rule for f in fresh)
+        return [_shot_line(shot, ev["t_us"]) | _lines("foul", fresh) | {"early": True}]
 
     _on_cue_contact = _on_ball_contact = _on_cushion = _on_pocket = _on_line_cross = _collect
 
@@ -241,13 +262,7 @@ class Referee:
         result = result_findings(shot, self.sensors, self.config, self.table)
         fouls = shot.fouls + stroke.fouls + result.fouls
         still_open = stroke.open + result.open
-        line: Line = {
-            "kind": "verdict",
-            "shot": shot.number,
-            "player": shot.player,
-            "t_us": shot.t_us,
-            "break": shot.is_break,
-        }
+        line = _shot_line(shot, shot.t_us)
         if fouls:
             line |= _lines("foul", fouls)
             if still_open:
@@ -434,6 +449,16 @@ def _lines(verdict: str, findings: list[Finding]) -> Line:
         "rules": _rules(findings),
         "reason": "; ".join(f.text for f in sorted(findings, key=lambda f: _rule_order(f.rule))),
         "evidence": sorted({t for f in findings for t in f.evidence}),
+    }
+
+
+def _shot_line(shot: Shot, t_us: int) -> Line:
+    return {
+        "kind": "verdict",
+        "shot": shot.number,
+        "player": shot.player,
+        "t_us": t_us,
+        "break": shot.is_break,
     }
 
 

@@ -50,6 +50,7 @@ class Shot:
         default_factory=list
     )  # 14.2, 11.3, 17, keypad calls: not from the stroke
     ball_mm: float = 68.0
+    announced: set[str] = field(default_factory=set)  # rules announced early
 
     @property
     def cue_ball(self) -> int | None:
@@ -189,6 +190,22 @@ def stroke_findings(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outc
         )
     _push(shot, sensors, config, out)
     return out
+
+
+def early_fouls(shot: Shot, sensors: SensorSet, config: RulesConfig) -> list[Finding]:
+    """Stroke fouls certain before the balls stop: a double hit, a push (EVENTS.md allows
+    announcing them early).  A push is announced only when no ball was near the cue
+    ball, so nothing the paths show at the end can make it a 19.2 case instead."""
+    pos = shot.positions()
+    cue = shot.cue_ball
+    near = cue in pos and any(
+        b != cue and _gap(pos[cue], xy, shot.ball_mm) < config.near_gap_mm for b, xy in pos.items()
+    )
+    return [
+        f
+        for f in stroke_findings(shot, sensors, config).fouls
+        if f.rule == "18" or (f.rule == "19.1" and not near)
+    ]
 
 
 def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> None:

@@ -250,3 +250,33 @@ def test_the_next_shots_tip_contact_may_come_before_its_shot_start() -> None:
     m.hit(0, 5).pot(5, 0).end()
     shots = verdicts(m.events)
     assert [(v["shot"], v["rules"]) for v in shots[-2:]] == [(2, []), (3, ["14.2"])]
+
+
+@pytest.mark.parametrize(
+    ("name", "build", "early"),
+    [
+        (
+            "a double hit is announced at the second tip contact",
+            lambda: Match().broken().shot().tip().hit(0, 7).pot(7, 1).end(),
+            ["18"],
+        ),
+        (
+            "a push is announced at the contact",
+            lambda: Match().broken().shot(duration_us=30_000).hit(0, 7, dt=20_000).pot(7, 1).end(),
+            ["19.1"],
+        ),
+        (
+            "twin: a clean stroke announces nothing",
+            lambda: Match().broken().shot().hit(0, 7).pot(7, 1).end(),
+            [],
+        ),
+    ],
+)
+def test_early_fouls_are_announced_and_repeated(name: str, build, early: list[str]) -> None:
+    lines = [v for v in verdicts(build().events) if v["shot"] == 2]
+    announced = [r for v in lines if v.get("early") for r in v["rules"]]
+    assert announced == early
+    final = lines[-1]
+    assert not final.get("early") and set(early) <= set(final["rules"])
+    if early:
+        assert lines[0]["t_us"] < final["t_us"]
