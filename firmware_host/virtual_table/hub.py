@@ -130,7 +130,7 @@ def _sync_batch(
         stamp.append(t)
         peer.append(np.full(len(t), node))
         delay.append(d * 1e-6)
-    t, node, d = (np.concatenate(a) for a in (stamp, peer, delay))
+    t, peers, d = (np.concatenate(a) for a in (stamp, peer, delay))
     arrive = t + d
     return Batch.build(
         "CLOCK_SYNC",
@@ -139,8 +139,8 @@ def _sync_batch(
         arrive,  # the peer's own stamp: the instant its clock was read
         d + rng.uniform(*SYNC_REPLY_MS, len(t)) * 1e-3,
         note=np.where(d > CUE_DELAY_US[1] * 1e-6, LATE_BEACON, PLAIN),
-        peer=node,
-        peer_t_us=np.floor(timeline.ticks(node, arrive)).astype(np.int64) % WRAP,
+        peer=peers,
+        peer_t_us=np.floor(timeline.ticks(peers, arrive)).astype(np.int64) % WRAP,
     )
 
 

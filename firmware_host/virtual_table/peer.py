@@ -22,15 +22,18 @@ import threading
 import time
 import tty
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Self
 
 import numpy as np
 
+from protocol.catalogue import BY_NAME
 from protocol.encode import encode_records
 from protocol.framing import encode_frame, parse_frame
 
 from .hub import HostCommands, Wire
 
+HEARTBEAT = BY_NAME["HEARTBEAT"].msg_type
 OUT_BUFFER = 64 * 1024  # bytes the hub holds when nobody reads the port; beyond, it drops
 
 
@@ -61,7 +64,7 @@ class VirtualHub:
         self._boot = 0
 
     # -- lifetime -------------------------------------------------------
-    def start(self) -> VirtualHub:
+    def start(self) -> Self:
         """Play in a background thread (for in-process tests)."""
         self._thread = threading.Thread(target=self.run, name="virtual-hub", daemon=True)
         self._thread.start()
@@ -75,10 +78,8 @@ class VirtualHub:
     def close(self) -> None:
         self.stop()
         for fd in (self._master, self._slave):
-            try:
+            with suppress(OSError):  # closed twice
                 os.close(fd)
-            except OSError:
-                pass
 
     def __enter__(self) -> Self:
         return self.start()
@@ -167,7 +168,7 @@ class VirtualHub:
         rec = np.array([wire.hub_records[frame]])
         rec["seq"] = (int(rec["seq"][0]) + self._extra_seq) & 0xFFFF
         self._hub_seq = (int(rec["seq"][0]) + 1) & 0xFFFF
-        if "indicator" in rec.dtype.names:
+        if int(wire.truth["msg_type"][frame]) == HEARTBEAT:
             rec["indicator"] = self.commands.lamp(now_s)
             rec["rx_bad"] = self.commands.rx_bad
             rec["tx_dropped"] = min(int(rec["tx_dropped"][0]) + self.tx_dropped, 0xFFFF)
