@@ -172,14 +172,18 @@ class Referee:
         st = self.state
         pos = positions_of(ev.get("balls"))
         is_break = st.break_pending == "keypad"
-        if not is_break and self.sensors.tracker and pos:
-            is_break = check_rack(
-                pos, st.rack_n, self.table, self.config.rack_tolerance_mm
-            ).looks_racked
-        elif not is_break:
-            is_break = st.break_pending == "boot"
-        if is_break and st.break_pending != "keypad" and self._played:
-            self._new_frame()
+        if st.break_pending == "boot":
+            # After a boot the layout tells a break from a frame in progress, where it can.
+            # Mid-frame it does not: a soft illegal break accepted under 12.2 (1)/(2) still
+            # looks racked.
+            is_break = (
+                not (self.sensors.tracker and pos)
+                or check_rack(
+                    pos, st.rack_n, self.table, self.config.rack_tolerance_mm
+                ).looks_racked
+            )
+            if is_break and self._played:
+                self._new_frame()
         if is_break:
             out += self._check_rack(ev, pos)
             st.breakers[st.frame] = st.to_play
@@ -187,7 +191,7 @@ class Referee:
         shot.declared = {
             self._nearest(pos, ev.get("cue_ball")) if b is None else b for b in self._declared
         }
-        shot.events += self._early_tips
+        shot.events += [e for e in self._early_tips if e.get("shot") == ev.get("shot")]
         if self._interrupted is not None:
             shot.fouls.append(
                 Finding(

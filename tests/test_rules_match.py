@@ -42,6 +42,14 @@ def test_a_break_is_told_by_the_layout_with_a_tracker(
     assert verdict["break"] is is_break
 
 
+def test_a_soft_illegal_break_accepted_is_not_a_new_break() -> None:
+    m = Match().shot(balls=racked(15)).hit(0, 1).end().key("accept")
+    m.shot(cue=0, balls=racked(15, (2000.0, W / 2))).hit(0, 1).pot(1, 2).end()
+    soft, after = verdicts(m.events)
+    assert (soft["verdict"], soft["break"]) == ("foul", True)
+    assert (after["break"], after["player"]) == (False, 2)
+
+
 # ------------------------------------------------------------------ 10-11: the house, 11.3, 11.5
 
 
