@@ -17,6 +17,7 @@ name -> the intended verdicts as (shot, verdict, rules, satisfied).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -243,7 +244,7 @@ def incomplete_rack() -> MatchTruth:
 # ---------------------------------------------------------------- the stroke (18, 19)
 
 
-def _pot_layout(cue_gap_mm: float, off_line_deg: float = 0.0) -> tuple[dict[int, Point], float]:
+def _pot_layout(cue_gap_mm: float) -> tuple[dict[int, Point], float]:
     """Object ball 1 lined up on corner pocket 0, the cue ball cue_gap_mm behind it.
 
     Returns the layout and the direction of the line of centres (cue -> object).
@@ -353,50 +354,16 @@ def double_hit() -> MatchTruth:
 # ---------------------------------------------------------------- item 20
 
 
-def _item20(
-    name: str,
-    layout: dict[int, Point],
-    cue: int,
-    aim: Point,
-    clause: str | None,
-    check: Callable[[MatchTruth], bool] = lambda t: True,
-    spread: float = 1.0,
-    n: int = 12,
-    speeds: Iterable[float] = (1.5, 1.0, 2.0, 0.8, 2.5, 3.0),
-    top: float = 0.5,
-    setup: Callable[[Timeline], None] | None = None,
-    target: int | None = None,
-    goal: Point | None = None,
-) -> MatchTruth:
-    """One shot from ``layout``: ``cue`` struck towards ``aim`` (or a ghost-ball pot of
-    ``target`` towards ``goal``), searched over angle and speed."""
-    base = (
-        ghost_angle(layout[cue], layout[target], goal)
-        if target is not None and goal
-        else angle_to(layout[cue], aim)
-    )
-    intended: Intent = (1, "legal", (), clause) if clause else (1, "foul", ("20",), None)
-    return Design(
-        name,
-        layout,
-        one_shot(),
-        strokes(cue, around(base, spread, n), speeds, top=top),
-        [intended],
-        check,
-        setup=setup,
-    ).build()
-
-
 def _only(clause: str) -> Callable[[MatchTruth], bool]:
     """The shot meets exactly this clause and no other (the judge's full list)."""
     from .physics_verdicts import judge_shot
 
     def check(truth: MatchTruth) -> bool:
         shot_events = [e for e in truth.events if e["shot"] == 1]
-        j = judge_shot(
-            shot_events, truth.table, is_break=False, stroke_deg=truth.strokes[0]["angle_deg"]
-        )
-        return set(j.satisfied) == {clause}
+        angle = truth.strokes[0]["angle_deg"]
+        return set(
+            judge_shot(shot_events, truth.table, is_break=False, stroke_deg=angle).satisfied
+        ) == {clause}
 
     return check
 
@@ -406,393 +373,251 @@ def _touched(a: int, b: int) -> Callable[[MatchTruth], bool]:
     return lambda truth: any(set(e["balls"]) == {a, b} for e in events(truth, "ball_contact", 1))
 
 
-def item20_1() -> MatchTruth:
-    """20(1): the object ball pocketed."""
-    layout, _ = _pot_layout(250.0)
-    return _item20("item20_1", layout, 0, mouth(0), "20(1)", _only("20(1)"), spread=0.1, top=0.0)
+def _no_pot_no_cushion(truth: MatchTruth) -> bool:
+    return not events(truth, "pocket") and not events(truth, "cushion")
 
 
-def item20_1_fail() -> MatchTruth:
-    """20(1) failing twin: the object ball rolls towards the pocket but stops short."""
-    layout, _ = _pot_layout(250.0)
+def _one_cushion(truth: MatchTruth) -> bool:
+    return len(events(truth, "cushion")) == 1
 
-    def check(truth: MatchTruth) -> bool:
-        return not events(truth, "pocket") and not events(truth, "cushion")
 
-    return _item20(
-        "item20_1_fail",
-        layout,
-        0,
-        mouth(0),
-        None,
-        check,
-        spread=0.1,
-        speeds=(0.3, 0.25, 0.35),
-        top=0.0,
+def _one_cushion_no_centre(truth: MatchTruth) -> bool:
+    centre = [e for e in events(truth, "line_cross") if e["line"] == "centre"]
+    return _one_cushion(truth) and not centre
+
+
+def _crossed_and_touched(a: int, b: int) -> Callable[[MatchTruth], bool]:
+    return lambda truth: (
+        _touched(a, b)(truth)
+        and any(e["ball"] == b and e["line"] == "centre" for e in events(truth, "line_cross", 1))
     )
 
 
-# (2): rebound from a cushion, then (a) another cushion, (b) a ball to another cushion,
-# (c) a ball resting against another cushion.  All in the front half: no centre line.
+def _back_to_the_same_cushion(truth: MatchTruth) -> bool:
+    """Ball 1 rebounds off cushion 1, meets ball 2, and ball 2 then reaches cushion 1 too."""
+    rebound = [
+        e["t_s"] for e in events(truth, "cushion", 1) if e["ball"] == 1 and e["cushion"] == 1
+    ]
+    meet = [e["t_s"] for e in events(truth, "ball_contact", 1) if set(e["balls"]) == {1, 2}]
+    back = [e["t_s"] for e in events(truth, "cushion", 1) if e["ball"] == 2 and e["cushion"] == 1]
+    return bool(rebound and meet and back) and rebound[0] < meet[0] < back[-1]
 
 
-def item20_2a() -> MatchTruth:
-    """20(2)(a): the object ball rebounds off the left cushion and runs into the front cushion."""
-    layout = {0: (900.0, 700.0), 1: (700.0, 450.0)}
-    return _item20(
-        "item20_2a",
-        layout,
-        0,
-        (0, 0),
+def _rebound_and_crossing_before_contact(truth: MatchTruth) -> bool:
+    t_c = first_contact(truth)["t_s"]
+    before = [e for e in truth.events if e["shot"] == 1 and e["t_s"] < t_c]
+    return any(e["type"] == "cushion" for e in before) and any(
+        e["type"] == "line_cross" and e["line"] == "centre" for e in before
+    )
+
+
+@dataclass(frozen=True)
+class Aimed:
+    """One stroke of ball 0 from a layout: a ghost-ball aim sending ball 1 towards ``goal``
+    (or straight at ``at``), searched over angle (``spread`` steps, ``n`` each way) and speed."""
+
+    doc: str
+    layout: dict[int, Point]
+    clause: str | None  # None: a foul of item 20
+    check: Callable[[MatchTruth], bool]
+    goal: Point | None = None
+    at: Point | None = None
+    speeds: tuple[float, ...] = (1.5, 1.0, 2.0, 0.8, 2.5, 3.0)
+    spread: float = 1.0
+    n: int = 12
+    top: float = 0.0
+
+    def build(self, name: str) -> MatchTruth:
+        cue = self.layout[0]
+        base = (
+            ghost_angle(cue, self.layout[1], self.goal)
+            if self.goal
+            else angle_to(cue, self.at or cue)
+        )
+        intended: Intent = (
+            (1, "legal", (), self.clause) if self.clause else (1, "foul", ("20",), None)
+        )
+        candidates = strokes(0, around(base, self.spread, self.n), self.speeds, top=self.top)
+        return Design(name, self.layout, one_shot(), candidates, [intended], self.check).build()
+
+
+_POT, _ = _pot_layout(250.0)
+_FRONT = {0: (900.0, 700.0), 1: (700.0, 450.0)}  # (2): all in the front half, no centre line
+_TWO_B = {0: (1300.0, 500.0), 1: (1100.0, 200.0)}
+_CROSS = {0: (1500.0, 700.0), 1: (1700.0, 800.0)}  # (3): ball 1 starts just before the centre line
+_CROSS_C = {0: (1400.0, 1100.0), 1: (1650.0, 1250.0)}
+_FOUR = {
+    0: (1200.0, 700.0),
+    1: (1300.0, 400.0),
+}  # (4): off the left cushion towards the centre line
+_FOUR_A = {0: (1100.0, 900.0), 1: (1300.0, 600.0)}
+
+ITEM20: dict[str, Aimed] = {
+    "item20_1": Aimed(
+        "20(1): the object ball pocketed.", _POT, "20(1)", _only("20(1)"), at=mouth(0), spread=0.1
+    ),
+    "item20_1_fail": Aimed(
+        "20(1) failing twin: the object ball rolls towards the pocket but stops short.",
+        _POT,
+        None,
+        _no_pot_no_cushion,
+        at=mouth(0),
+        speeds=(0.3, 0.25, 0.35),
+        spread=0.1,
+    ),
+    "item20_2a": Aimed(
+        "20(2)(a): the object ball rebounds off the left cushion and runs into the front cushion.",
+        _FRONT,
         "20(2)(a)",
         _only("20(2)(a)"),
-        target=1,
         goal=(450.0, 0.0),
         speeds=(1.5, 2.0, 2.5, 3.0),
-        top=0.0,
-    )
-
-
-def item20_2a_fail() -> MatchTruth:
-    """20(2)(a) failing twin: the object ball rebounds off the left cushion and stops."""
-    layout = {0: (900.0, 700.0), 1: (700.0, 450.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        return len(events(truth, "cushion")) == 1
-
-    return _item20(
-        "item20_2a_fail",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_2a_fail": Aimed(
+        "20(2)(a) failing twin: the object ball rebounds off the left cushion and stops.",
+        _FRONT,
         None,
-        check,
-        target=1,
+        _one_cushion,
         goal=(450.0, 0.0),
         speeds=(0.6, 0.5, 0.7, 0.8),
-        top=0.0,
-    )
-
-
-def item20_2b() -> MatchTruth:
-    """20(2)(b): the cue ball rebounds off the left cushion and drives ball 2 into the front cushion."""
-    layout = {0: (1300.0, 500.0), 1: (1100.0, 200.0), 2: (450.0, 300.0)}
-    return _item20(
-        "item20_2b",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_2b": Aimed(
+        "20(2)(b): the cue ball rebounds off the left cushion and drives ball 2 into the front cushion.",
+        _TWO_B | {2: (450.0, 300.0)},
         "20(2)(b)",
         _only("20(2)(b)"),
-        target=1,
         goal=(900.0, 0.0),
-        spread=1.0,
         n=20,
         speeds=(2.0, 2.5, 3.0, 1.5),
         top=0.5,
-    )
-
-
-def item20_2b_fail() -> MatchTruth:
-    """20(2)(b) failing twin: the driven ball goes to the cushion the driver rebounded from."""
-    layout = {0: (1300.0, 500.0), 1: (1100.0, 200.0), 2: (800.0, 60.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        rebound = [
-            e["t_s"] for e in events(truth, "cushion", 1) if e["ball"] == 1 and e["cushion"] == 1
-        ]
-        meet = [e["t_s"] for e in events(truth, "ball_contact", 1) if set(e["balls"]) == {1, 2}]
-        back = [
-            e["t_s"] for e in events(truth, "cushion", 1) if e["ball"] == 2 and e["cushion"] == 1
-        ]
-        return bool(rebound and meet and back) and rebound[0] < meet[0] < back[-1]
-
-    return _item20(
-        "item20_2b_fail",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_2b_fail": Aimed(
+        "20(2)(b) failing twin: the driven ball goes to the cushion the driver rebounded from.",
+        _TWO_B | {2: (800.0, 60.0)},
         None,
-        check,
-        target=1,
+        _back_to_the_same_cushion,
         goal=(900.0, 0.0),
-        spread=1.0,
         n=20,
         speeds=(1.0, 1.5, 1.2),
         top=0.5,
-    )
-
-
-def item20_2c() -> MatchTruth:
-    """20(2)(c): the object ball rebounds off the left cushion and touches ball 2 frozen to the front cushion."""
-    layout = {0: (900.0, 700.0), 1: (700.0, 450.0), 2: (R, 250.0)}
-    return _item20(
-        "item20_2c",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_2c": Aimed(
+        "20(2)(c): the object ball rebounds off the left cushion and touches ball 2 frozen to the front cushion.",
+        _FRONT | {2: (R, 250.0)},
         "20(2)(c)",
         _touched(1, 2),
-        target=1,
         goal=(400.0, 0.0),
         n=20,
         speeds=(0.8, 1.0, 0.7, 1.2, 0.6),
-        top=0.0,
-    )
-
-
-def item20_2c_fail() -> MatchTruth:
-    """20(2)(c) failing twin: the touched ball rests against the same cushion the rebound came from."""
-    layout = {0: (900.0, 700.0), 1: (700.0, 450.0), 2: (250.0, R)}
-
-    def check(truth: MatchTruth) -> bool:
-        return any(set(e["balls"]) == {1, 2} for e in events(truth, "ball_contact"))
-
-    return _item20(
-        "item20_2c_fail",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_2c_fail": Aimed(
+        "20(2)(c) failing twin: the touched ball rests against the cushion the rebound came from.",
+        _FRONT | {2: (250.0, R)},
         None,
-        check,
-        target=1,
+        _touched(1, 2),
         goal=(450.0, 0.0),
         n=20,
         speeds=(0.8, 1.0, 0.7, 0.6, 1.2),
-        top=0.0,
-    )
-
-
-# (3): across the centre line, then (a) any cushion, (b) a ball to any cushion, (c) a ball
-# resting against any cushion.
-
-
-def item20_3a() -> MatchTruth:
-    """20(3)(a): the object ball crosses the centre line and reaches the right cushion."""
-    layout = {0: (1500.0, 700.0), 1: (1700.0, 800.0)}
-    return _item20(
-        "item20_3a",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_3a": Aimed(
+        "20(3)(a): the object ball crosses the centre line and reaches the right cushion.",
+        _CROSS,
         "20(3)(a)",
         _only("20(3)(a)"),
-        target=1,
         goal=(2400.0, W),
         speeds=(1.0, 1.5, 0.8, 2.0),
-        top=0.0,
-    )
-
-
-def item20_3a_fail() -> MatchTruth:
-    """20(3)(a) failing twin: the object ball crosses the centre line and stops before any cushion."""
-    layout = {0: (1500.0, 700.0), 1: (1700.0, 800.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        return bool(events(truth, "line_cross")) and not events(truth, "cushion")
-
-    return _item20(
-        "item20_3a_fail",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_3a_fail": Aimed(
+        "20(3)(a) failing twin: a ball crosses the centre line and stops before any cushion.",
+        _CROSS,
         None,
-        check,
-        target=1,
+        lambda t: bool(events(t, "line_cross")) and not events(t, "cushion"),
         goal=(2400.0, W),
         speeds=(0.4, 0.35, 0.45, 0.3),
-        top=0.0,
-    )
-
-
-def item20_3b() -> MatchTruth:
-    """20(3)(b): the object ball crosses the centre line and drives ball 2 into the back cushion."""
-    layout = {0: (1400.0, 889.0), 1: (1650.0, 889.0), 2: (2900.0, 889.0)}
-    return _item20(
-        "item20_3b",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_3b": Aimed(
+        "20(3)(b): the object ball crosses the centre line and drives ball 2 into the back cushion.",
+        {0: (1400.0, 889.0), 1: (1650.0, 889.0), 2: (2900.0, 889.0)},
         "20(3)(b)",
         _only("20(3)(b)"),
-        target=1,
         goal=(2900.0, 889.0),
         spread=0.3,
         speeds=(2.0, 2.5, 1.5, 3.0),
-        top=0.0,
-    )
-
-
-def item20_3b_fail() -> MatchTruth:
-    """20(3)(b) failing twin: the object ball crosses the centre line and nudges ball 2, which stops short."""
-    layout = {0: (1400.0, 889.0), 1: (1650.0, 889.0), 2: (2200.0, 889.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        return any(set(e["balls"]) == {1, 2} for e in events(truth, "ball_contact"))
-
-    return _item20(
-        "item20_3b_fail",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_3b_fail": Aimed(
+        "20(3)(b) failing twin: the object ball crosses the centre line and nudges ball 2, which stops short.",
+        {0: (1400.0, 889.0), 1: (1650.0, 889.0), 2: (2200.0, 889.0)},
         None,
-        check,
-        target=1,
+        _touched(1, 2),
         goal=(2200.0, 889.0),
         spread=0.3,
         speeds=(0.6, 0.7, 0.5, 0.8),
-        top=0.0,
-    )
-
-
-def item20_3c() -> MatchTruth:
-    """20(3)(c): the object ball crosses the centre line and touches ball 2 frozen to the right cushion."""
-    layout = {0: (1400.0, 1100.0), 1: (1650.0, 1250.0), 2: (2200.0, W - R)}
-    return _item20(
-        "item20_3c",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_3c": Aimed(
+        "20(3)(c): the object ball crosses the centre line and touches ball 2 frozen to the right cushion.",
+        _CROSS_C | {2: (2200.0, W - R)},
         "20(3)(c)",
         _touched(1, 2),
-        target=1,
         goal=(2200.0, W - R),
         spread=0.3,
         n=10,
-        speeds=around(0.9, 0.05, 8),
-        top=0.0,
-    )
-
-
-def item20_3c_fail() -> MatchTruth:
-    """20(3)(c) failing twin: the touched ball is 30 mm off the cushion, not resting against it."""
-    layout = {0: (1400.0, 1100.0), 1: (1650.0, 1250.0), 2: (2200.0, W - R - 30.0)}
-    return _item20(
-        "item20_3c_fail",
-        layout,
-        0,
-        (0, 0),
+        speeds=tuple(around(0.9, 0.05, 8)),
+    ),
+    "item20_3c_fail": Aimed(
+        "20(3)(c) failing twin: the touched ball is 30 mm off the cushion, not resting against it.",
+        _CROSS_C | {2: (2200.0, W - R - 30.0)},
         None,
         _touched(1, 2),
-        target=1,
         goal=(2200.0, W - R - 30.0),
         spread=0.3,
         n=10,
-        speeds=around(0.8, 0.03, 10),
-        top=0.0,
-    )
-
-
-# (4): a rebound, then (a) across the centre line, (b) rolls a ball across it.
-
-
-def item20_4a() -> MatchTruth:
-    """20(4)(a): the object ball rebounds off the left cushion and crosses the centre line."""
-    layout = {0: (1100.0, 900.0), 1: (1300.0, 600.0)}
-    return _item20(
-        "item20_4a",
-        layout,
-        0,
-        (0, 0),
+        speeds=tuple(around(0.8, 0.03, 10)),
+    ),
+    "item20_4a": Aimed(
+        "20(4)(a): the object ball rebounds off the left cushion and crosses the centre line.",
+        _FOUR_A,
         "20(4)(a)",
         _only("20(4)(a)"),
-        target=1,
         goal=(1550.0, 0.0),
         speeds=(1.0, 1.2, 0.8, 1.5),
-        top=0.0,
-    )
-
-
-def item20_4a_fail() -> MatchTruth:
-    """20(4)(a) failing twin: the object ball rebounds off the left cushion and stops short of the line."""
-    layout = {0: (1100.0, 900.0), 1: (1300.0, 600.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        return len(events(truth, "cushion")) == 1 and not any(
-            e["line"] == "centre" for e in events(truth, "line_cross")
-        )
-
-    return _item20(
-        "item20_4a_fail",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_4a_fail": Aimed(
+        "20(4)(a) failing twin: a ball rebounds off the left cushion and stops short of the centre line.",
+        _FOUR_A,
         None,
-        check,
-        target=1,
+        _one_cushion_no_centre,
         goal=(1550.0, 0.0),
         speeds=(0.6, 0.5, 0.7, 0.45),
-        top=0.0,
-    )
-
-
-def item20_4b() -> MatchTruth:
-    """20(4)(b): the object ball rebounds off the left cushion and rolls ball 2 across the centre line."""
-    layout = {0: (1200.0, 700.0), 1: (1300.0, 400.0), 2: (1660.0, 366.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        return _touched(1, 2)(truth) and any(
-            e["ball"] == 2 and e["line"] == "centre" for e in events(truth, "line_cross", 1)
-        )
-
-    return _item20(
-        "item20_4b",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_4b": Aimed(
+        "20(4)(b): the object ball rebounds off the left cushion and rolls ball 2 across the centre line.",
+        _FOUR | {2: (1660.0, 366.0)},
         "20(4)(b)",
-        check,
-        target=1,
+        _crossed_and_touched(1, 2),
         goal=(1450.0, 0.0),
         spread=0.5,
-        n=12,
         speeds=(1.5, 2.0, 2.5, 1.2, 3.0),
-        top=0.0,
-    )
-
-
-def item20_4b_fail() -> MatchTruth:
-    """20(4)(b) failing twin: the object ball rebounds and touches ball 2, which stops short of the line."""
-    layout = {0: (1200.0, 700.0), 1: (1300.0, 400.0), 2: (1560.0, 250.0)}
-    return _item20(
-        "item20_4b_fail",
-        layout,
-        0,
-        (0, 0),
+    ),
+    "item20_4b_fail": Aimed(
+        "20(4)(b) failing twin: the object ball rebounds and touches ball 2, which stops short of the line.",
+        _FOUR | {2: (1560.0, 250.0)},
         None,
         _touched(1, 2),
-        target=1,
         goal=(1450.0, 0.0),
         spread=0.5,
-        n=12,
-        speeds=around(0.8, 0.05, 8),
-        top=0.0,
-    )
-
-
-def note1_order() -> MatchTruth:
-    """Note 1: the rebound and the crossing of 20(4)(a) happen, but before the first contact."""
-    layout = {0: (2200.0, 1200.0), 1: (1733.0, 895.0)}
-
-    def check(truth: MatchTruth) -> bool:
-        t_c = first_contact(truth)["t_s"]
-        before = [e for e in truth.events if e["shot"] == 1 and e["t_s"] < t_c]
-        return any(e["type"] == "cushion" for e in before) and any(
-            e["type"] == "line_cross" and e["line"] == "centre" for e in before
-        )
-
-    return _item20(
-        "note1_order",
-        layout,
-        0,
-        (2000.0, 0.0),
+        speeds=tuple(around(0.8, 0.05, 8)),
+    ),
+    "note1_order": Aimed(
+        "Note 1: the rebound and the crossing of 20(4)(a) happen, but before the first contact.",
+        {0: (2200.0, 1200.0), 1: (1733.0, 895.0)},
         None,
-        check,
+        _rebound_and_crossing_before_contact,
+        at=(2000.0, 0.0),
         spread=0.5,
-        n=12,
-        speeds=around(1.8, 0.2, 5),
+        speeds=tuple(around(1.8, 0.2, 5)),
         top=1.0,
-    )
+    ),
+}
 
 
 # note 2: the first object ball rests against a cushion and sends the cue ball on.
@@ -955,30 +780,12 @@ SCENARIOS: dict[str, Callable[[], MatchTruth]] = {
     "push_19_2_no_follow": push_no_follow,
     "push_19_2_no_follow_fail": push_no_follow_fail,
     "double_hit": double_hit,
-    "item20_1": item20_1,
-    "item20_1_fail": item20_1_fail,
-    "item20_2a": item20_2a,
-    "item20_2a_fail": item20_2a_fail,
-    "item20_2b": item20_2b,
-    "item20_2b_fail": item20_2b_fail,
-    "item20_2c": item20_2c,
-    "item20_2c_fail": item20_2c_fail,
-    "item20_3a": item20_3a,
-    "item20_3a_fail": item20_3a_fail,
-    "item20_3b": item20_3b,
-    "item20_3b_fail": item20_3b_fail,
-    "item20_3c": item20_3c,
-    "item20_3c_fail": item20_3c_fail,
-    "item20_4a": item20_4a,
-    "item20_4a_fail": item20_4a_fail,
-    "item20_4b": item20_4b,
-    "item20_4b_fail": item20_4b_fail,
-    "note1_order": note1_order,
     "note2_two_contacts": note2_separate,
     "note2_declared": note2_declared,
     "note2_neither": note2_neither,
     "early_shot_14_2": early_shot,
     "ball_nudged_17": ball_nudged,
+    **{name: functools.partial(spec.build, name) for name, spec in ITEM20.items()},
     "random": lambda: random_match(seed=0, minutes=3.0),
 }
 
