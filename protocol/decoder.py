@@ -160,6 +160,11 @@ class StreamDecoder:
         return len(self._pending) if self._overflow_start < 0 else 0
 
     @property
+    def bad_total(self) -> int:
+        """Bad frames so far, all reasons (cheap enough to ask per chunk)."""
+        return int(self._bad.sum())
+
+    @property
     def stream_offset(self) -> int:
         """Bytes fed so far."""
         return self._offset + len(self._pending)

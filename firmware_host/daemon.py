@@ -1,0 +1,170 @@
+"""The host daemon: a live table's port → pipeline → verdicts → foul lamp.
+
+One thread runs the pipeline (the transport's reader thread only queues
+chunks), so the decoder, the timing core and the referee never need locks.
+Everything from the outside world arrives here with its host receive time;
+the cores below see only bytes and ``host_rx_ns``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocol.catalogue import ACK_STATUS, NODE_NAMES, NODE_STATUS_CODES
+from protocol.decoder import Decoded, record_message
+from rules import RulesConfig, indicator_for
+
+from .command_link import CommandLink, HealthChange, LinkHealth
+from .pipeline import Pipeline, Step
+from .recorder import CaptureRecorder
+from .transport import DEFAULT_BAUD, LinkState, LinkStatus, SerialTransport
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.005  # how often a quiet link still releases settled events
+BAD_REPORT_S = 1.0  # bad frames are summed into one log line at most this often
+LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
+
+Sink = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class DaemonStats:
+    """What a session saw, for its closing summary."""
+
+    chunks: int = 0
+    bytes: int = 0
+    events: int = 0
+    verdicts: int = 0
+    link_losses: int = 0
+    reboots: int = 0
+    indicator_failures: int = 0
+    decoder: dict[str, Any] = field(default_factory=dict)
+
+
+class Daemon:
+    """Referee a table on ``url`` (any pyserial URL) until ``stop`` is set."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        baud: int = DEFAULT_BAUD,
+        rules: RulesConfig | None = None,
+        record_dir: str | Path | None = None,
+        on_event: Sink | None = None,
+        on_line: Sink | None = None,
+    ) -> None:
+        self.url = url
+        self.baud = baud
+        self.pipeline = Pipeline(rules)
+        self.record_dir = record_dir
+        self.on_event = on_event or (lambda event: None)
+        self.on_line = on_line or (lambda line: None)
+        self.stats = DaemonStats()
+        self._hello_wanted = threading.Event()
+        self._link: CommandLink | None = None
+        self._boot_id: int | None = None
+        self._bad_seen = 0
+        self._bad_reported_at = 0.0
+
+    def run(self, stop: threading.Event) -> DaemonStats:
+        transport = SerialTransport(self.url, baudrate=self.baud, on_status=self._link_status)
+        recorder = CaptureRecorder(self.record_dir) if self.record_dir else None
+        link = CommandLink(transport.write, on_health=self._health)
+        self._link = link
+        try:
+            with transport.open(), link.start():
+                while not stop.is_set():
+                    self._turn(transport.chunks, recorder)
+                self._publish(self.pipeline.flush())
+        finally:
+            if recorder is not None:
+                recorder.close()
+        self.stats.decoder = vars(self.pipeline.decoder.stats())
+        return self.stats
+
+    def _turn(self, chunks: queue.SimpleQueue, recorder: CaptureRecorder | None) -> None:
+        if self._hello_wanted.is_set():
+            # Joined mid-stream (or the cable came back): ask who the table is.
+            self._hello_wanted.clear()
+            self._link.request_hello()
+        try:
+            chunk = chunks.get(timeout=TICK_S)
+        except queue.Empty:
+            self._publish(self.pipeline.tick(time.monotonic_ns()))
+            return
+        self.stats.chunks += 1
+        self.stats.bytes += len(chunk.data)
+        if recorder is not None:
+            recorder.write(chunk.data, chunk.host_rx_ns)
+        step = self.pipeline.feed(chunk.data, chunk.host_rx_ns)
+        self._frames(step.decoded)
+        self._publish(step)
+
+    def _frames(self, decoded: Decoded) -> None:
+        """Frames the host itself acts on: ACKs, boots, node health, logs."""
+        for ack in decoded.tables.get("ACK", ()):
+            if ack["status"]:
+                log.warning("hub refused host frame %d: %s", ack["acked_seq"], ACK_STATUS.get(int(ack["status"])))
+            self._link.on_ack(int(ack["acked_seq"]), int(ack["acked_type"]), int(ack["status"]))
+        for hello in decoded.tables.get("HELLO", ()):
+            boot_id = int(hello["boot_id"])
+            if self._boot_id is not None and boot_id != self._boot_id:
+                self.stats.reboots += 1
+                log.warning("hub rebooted: boot_id %08x → %08x; clocks and counters restart", self._boot_id, boot_id)
+            elif self._boot_id is None:
+                log.info("table: hub serial %d, boot_id %08x, fw %d.%d.%d", hello["hub_serial"], boot_id,
+                         hello["fw_major"], hello["fw_minor"], hello["fw_patch"])
+            self._boot_id = boot_id
+        for status in decoded.tables.get("NODE_STATUS", ()):
+            log.warning("node %s: %s (detail %d)", NODE_NAMES.get(int(status["peer"]), status["peer"]),
+                        NODE_STATUS_CODES.get(int(status["code"]), status["code"]), status["detail"])
+        for rec in decoded.tables.get("LOG", ()):
+            entry = record_message(rec)
+            level = LOG_LEVELS[min(entry.fields["level"], 3)]
+            log.log(level, "%s: %s", NODE_NAMES.get(entry.node, entry.node), entry.fields["text"])
+        self._report_bad()
+
+    def _report_bad(self) -> None:
+        decoder = self.pipeline.decoder
+        bad = decoder.bad_total
+        now = time.monotonic()
+        if bad > self._bad_seen and now - self._bad_reported_at >= BAD_REPORT_S:
+            log.warning("%d bad frames dropped so far (%s)", bad, decoder.stats().bad)
+            self._bad_seen, self._bad_reported_at = bad, now
+
+    def _publish(self, step: Step) -> None:
+        for event in step.events:
+            self.stats.events += 1
+            self.on_event(event)
+            if event["type"] == "shot_start":
+                self._link.set_indicator("ready")
+        for line in step.lines:
+            self.stats.verdicts += line.get("kind") == "verdict"
+            self.on_line(line)
+            lamp = indicator_for(line)
+            if lamp is not None:
+                self._link.set_indicator(lamp.state, lamp.rule)
+
+    def _link_status(self, status: LinkStatus) -> None:
+        if status.state is LinkState.OPEN:
+            log.info("port %s open", status.url)
+            self._hello_wanted.set()
+        elif status.state is LinkState.LOST:
+            self.stats.link_losses += 1
+            log.warning("port %s lost (%s); reconnecting", status.url, status.error)
+
+    def _health(self, change: HealthChange) -> None:
+        if change.health is LinkHealth.FAILED:
+            self.stats.indicator_failures += 1
+            log.error("indicator link failed: no ACK for %s seq %d after 3 resends", change.name, change.seq)
+        elif change.health is LinkHealth.OK:
+            log.info("indicator link ok")
