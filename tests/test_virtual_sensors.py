@@ -160,7 +160,11 @@ def ten_minutes(tmp_path_factory, match10):
     """A random 10-minute full-sensor match: capture and truth files, decoded as a host would."""
     out = tmp_path_factory.mktemp("sim")
     wire = simulate(
-        match10, HubConfig(seed=7), out / "c.bin", out / "truth.jsonl", out / "frames.npz"
+        match10,
+        HubConfig(seed=7, near_wrap=True),
+        out / "c.bin",
+        out / "truth.jsonl",
+        out / "frames.npz",
     )
     data = (out / "c.bin").read_bytes()
     frames, clocks = load_frame_truth(out / "frames.npz")
@@ -187,6 +191,19 @@ def test_ten_minute_capture_has_no_bad_frames_and_no_losses(ten_minutes):
         "BALL_CLICK",
         "LOG",
     }
+
+
+def test_ten_minute_capture_crosses_the_wrap_on_every_clock(ten_minutes):
+    _, decoded, frames, _, _ = ten_minutes
+    for node in range(8):  # a node's own frames show the wrap if they straddle it
+        mine = frames[frames["node"] == node]
+        wrapped = np.count_nonzero(np.diff(mine["t_us"].astype(np.int64)) < -(WRAP // 2))
+        assert wrapped == int(mine["node_us"][0] < WRAP <= mine["node_us"][-1]), node
+    assert np.count_nonzero(frames["node_us"][frames["node"] == 0] >= WRAP) > 0
+    sync = decoded.tables["CLOCK_SYNC"]
+    for peer in range(1, 8):
+        peer_t = sync["peer_t_us"][sync["peer"] == peer].astype(np.int64)
+        assert np.count_nonzero(np.diff(peer_t) < -(WRAP // 2)) == 1, peer
 
 
 def test_frame_truth_matches_the_capture_byte_for_byte(ten_minutes):
