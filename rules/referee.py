@@ -16,7 +16,7 @@ import copy
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from protocol.geometry import DEFAULT_TABLE, Table
@@ -96,6 +96,18 @@ class MatchState:
         return sum(len(b) for b in self.pocketed.values()) + sum(self.penalties.values())
 
 
+@dataclass(frozen=True)
+class _Decided:
+    """The last verdict and the match state before it, for REFEREE_FOUL / REFEREE_CLEAR."""
+
+    line: Line
+    shot: int | None  # the shot the verdict was about, None outside any shot
+    player: int
+    is_break: bool
+    pocketed: list[int | None] | None  # None: a verdict outside any shot
+    before: MatchState
+
+
 class Referee:
     """Referees one match from its ordered events.
 
@@ -116,7 +128,7 @@ class Referee:
         self._early_tips: list[Event] = []
         self._interrupted: Event | None = None
         self._played = False
-        self._last: tuple[Shot, Line, list[int | None], MatchState] | None = None
+        self._last: _Decided | None = None
         self._rack_notice = ""
 
     @property
@@ -280,19 +292,25 @@ class Referee:
                 "satisfied": result.satisfied.rule,
             }
         line["reason"] += note
-        before = copy.deepcopy(self.state)
-        self._apply(shot, line["verdict"], result.pocketed)
-        self._last = (shot, line, result.pocketed, before)
-        return [line]
-
-    def _apply(self, shot: Shot, verdict: str, pocketed: list[int | None]) -> None:
-        """The turn after a verdict; a referee verdict counts as legal until the referee says otherwise."""
-        st = self.state
-        if verdict == "foul":
+        self._last = _Decided(
+            line,
+            shot.number,
+            shot.player,
+            shot.is_break,
+            result.pocketed,
+            copy.deepcopy(self.state),
+        )
+        if line["verdict"] == "foul":
             self._foul(shot.player, shot.is_break)
         else:
-            st.pocketed[shot.player] += pocketed
-            st.to_play = shot.player if pocketed else other(shot.player)
+            self._credit(shot.player, result.pocketed)
+        return [line]
+
+    def _credit(self, player: int, pocketed: list[int | None]) -> None:
+        """A legal shot (or a referee one, until the referee says otherwise): pots stay, turn follows them."""
+        st = self.state
+        st.pocketed[player] += pocketed
+        st.to_play = player if pocketed else other(player)
 
     def _foul(self, player: int, was_break: bool) -> None:
         st = self.state
@@ -314,10 +332,12 @@ class Referee:
         if st.break_pending or st.awaiting_choice or st.hand_moves_ok:
             return []  # racking (11.5), or the penalty ball being taken
         player = st.to_play
+        line = _between(
+            "foul", player, ev, [Finding("17", reason + " between shots", (ev["t_us"],))]
+        )
+        self._last = _Decided(line, None, player, False, None, copy.deepcopy(st))
         self._foul(player, False)
-        return [
-            _between("foul", player, ev, [Finding("17", reason + " between shots", (ev["t_us"],))])
-        ]
+        return [line]
 
     def _on_rest(self, ev: Event) -> list[Line]:
         st = self.state
@@ -358,6 +378,7 @@ class Referee:
         st.awaiting_choice, st.rack_n, st.warned_11_3 = None, MAX_BALLS, None
         st.break_pending = "keypad"
         self._rack_notice = ""
+        self._last = None  # a new frame settles the last one's verdicts
 
     def _on_keypad(self, ev: Event) -> list[Line]:
         key, arg = ev.get("key"), ev.get("arg")
@@ -393,7 +414,7 @@ class Referee:
                     ev, "12.2", f"{TWELVE_TWO[key]} — but no illegal break awaits a choice; ignored"
                 )
             ]
-        st.awaiting_choice = None
+        st.awaiting_choice, self._last = None, None  # the choice settles the break's verdict
         player = (
             offender if key in ("offender_continues", "rerack_offender_breaks") else other(offender)
         )
@@ -407,35 +428,39 @@ class Referee:
         return [_notice(ev, "12.2", text)]
 
     def _referee_foul(self, ev: Event, rule: str) -> list[Line]:
+        """A foul no sensor sees: in a shot, one more of its fouls; after it, that verdict becomes a foul."""
         finding = Finding(rule, f"the referee called a foul under item {rule}", (ev["t_us"],))
         if self.shot is not None:
             self.shot.fouls.append(finding)
             return []
-        if self._last is not None:
-            shot, _line, _, before = self._last
-            self.state = copy.deepcopy(before)
-            self._foul(shot.player, shot.is_break)
-            player = shot.player
-        else:
-            player = self.state.to_play
-            self._foul(player, False)
-        return [_between("foul", player, ev, [finding])]
+        last = self._last
+        if last is None:
+            last = _Decided({}, None, self.state.to_play, False, None, copy.deepcopy(self.state))
+        line = _between("foul", last.player, ev, [finding])
+        self.state = copy.deepcopy(last.before)
+        self._foul(last.player, last.is_break)
+        self._last = replace(last, line=line)
+        return [line]
 
     def _referee_clear(self, ev: Event) -> list[Line]:
-        if self._last is None:
+        """Overrule the last verdict: the match goes on as if it had been legal."""
+        last = self._last
+        if last is None:
             return [_notice(ev, "", "referee clear with no verdict to overrule; ignored")]
-        shot, line, pocketed, before = self._last
-        self.state = copy.deepcopy(before)
-        self._apply(shot, "legal", pocketed)
-        was = ", ".join(line["rules"]) or line.get("satisfied")
-        reason = f"the referee cleared shot {shot.number} (was {line['verdict']}: {was})"
-        cleared = {
-            "reason": reason,
+        self.state = copy.deepcopy(last.before)
+        if last.pocketed is not None:
+            self._credit(last.player, last.pocketed)
+        was = ", ".join(last.line["rules"]) or last.line.get("satisfied")
+        shot = last.shot
+        what = "the call" if shot is None else f"shot {shot}"
+        line = _between("legal", last.player, ev, []) | {
+            "reason": f"the referee cleared {what} (was {last.line['verdict']}: {was})",
             "evidence": [ev["t_us"]],
             "satisfied": None,
-            "overrules": shot.number,
+            "overrules": shot,
         }
-        return [_between("legal", shot.player, ev, []) | cleared]
+        self._last = replace(last, line=line)
+        return [line]
 
 
 def _rule_order(rule: str) -> tuple[int, ...]:

@@ -231,6 +231,34 @@ def test_referee_clear_overrules_the_last_verdict() -> None:
     assert verdicts(m.shot().hit(0, 3).pot(3, 1).end().events)[-1]["player"] == 1
 
 
+def test_referee_clear_after_a_referee_foul_restores_the_shot() -> None:
+    m = Match().broken().key("referee_foul", 16).key("referee_clear")
+    line = verdicts(m.events)[-1]
+    assert (line["verdict"], line["overrules"]) == ("legal", 1)
+    assert verdicts(m.shot().hit(0, 3).pot(3, 1).end().events)[-1]["player"] == 1
+
+
+def test_referee_clear_overrules_a_touch_between_shots() -> None:
+    m = (
+        Match()
+        .broken()
+        .shot()
+        .hit(0, 7)
+        .cushion(7, 1)
+        .cushion(7, 3)
+        .end()
+        .moved(9)
+        .key("referee_clear")
+    )
+    # Player 2 was to play after a legal shot without a pot, and still is.
+    assert verdicts(m.shot().hit(0, 3).pot(3, 1).end().events)[-1]["player"] == 2
+
+
+def test_a_new_frame_settles_the_last_verdict() -> None:
+    m = Match().broken().key("new_frame").key("referee_clear")
+    assert "ignored" in notices(m)[-1]["reason"]
+
+
 def test_referee_clear_before_any_verdict_is_ignored() -> None:
     assert "ignored" in notices(Match().key("referee_clear"))[-1]["reason"]
 
