@@ -601,10 +601,14 @@ def _other(cushions: dict[int, int], c: int) -> int | None:
 
 def resting_against(shot: Shot, config: RulesConfig, table: Table) -> dict[int, set[int]]:
     """Balls resting against cushions at the shot's start: reported frozen, within
-    ``frozen_gap_mm`` of a nose by the tracker's positions, or declared (nearest cushion)."""
+    ``frozen_gap_mm`` of a nose by the tracker's positions, or declared (DECLARE_FROZEN)
+    and within ``near_gap_mm`` of the nearest nose: the declaration settles what the
+    tracker cannot resolve, not a ball plainly clear of every cushion."""
     out = frozen_map(shot.start.get("frozen"))
     for ball, (x, y) in shot.positions().items():
         nearest = table.cushion_of(x, y)
-        if table.cushion_gap(nearest, x, y) <= config.frozen_gap_mm or ball in shot.declared:
+        gap = table.cushion_gap(nearest, x, y)
+        limit = config.near_gap_mm if ball in shot.declared else config.frozen_gap_mm
+        if gap <= limit:
             out.setdefault(ball, set()).add(nearest)
     return {b: cs for b, cs in out.items() if cs}

@@ -194,6 +194,30 @@ ITEM_20 = [
         ),
         "20 note 2",
     ),
+    legal(
+        "20 note 2: declared, 4 mm from the cushion (beyond the tracker's frozen gap)",
+        lambda: (
+            after_break()
+            .key("declare_frozen", 7)
+            .shot(balls={0: (2500.0, 900.0), 7: (L - D / 2 - 4, 900.0)})
+            .hit(0, 7)
+            .cushion(0, 1)
+            .end()
+        ),
+        "20 note 2",
+    ),
+    foul(
+        "20 note 2 twin: declared, but 50 mm clear of every cushion",
+        lambda: (
+            after_break()
+            .key("declare_frozen", 7)
+            .shot(balls={0: (2500.0, 900.0), 7: (L - D / 2 - 50, 900.0)})
+            .hit(0, 7)
+            .cushion(0, 1)
+            .end()
+        ),
+        "20",
+    ),
     foul(
         "20 twin: declared after the stroke does not count",
         lambda: (
