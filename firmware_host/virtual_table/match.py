@@ -18,6 +18,10 @@ from .physics import EV_POCKET, PhysicsConfig
 from .physics_truth import Shot, Timeline
 from .truth import MatchTruth
 
+POT_SHARE = 0.6  # shots that try to pot a ball
+AIM_ERROR_DEG = 0.005  # point jaws make pockets stricter than cloth ones: players aim finer
+POCKET_ENTRY_COS = math.cos(math.radians(15.0))
+
 
 def _new_frame(tl: Timeline, rng: np.random.Generator) -> None:
     """Hands clear the table, rack fifteen and put the coloured ball in the house."""
@@ -35,11 +39,27 @@ def _new_frame(tl: Timeline, rng: np.random.Generator) -> None:
 
 
 def _aim(tl: Timeline, rng: np.random.Generator, cue: int, target: int) -> float:
-    """Direction (deg) from cue to target with a random cut that still makes contact."""
+    """Direction (deg) from cue to target: a pot attempt (ghost-ball aim at the easiest
+    pocket, a little aim error) one shot in POT_SHARE, otherwise a random cut."""
     p = tl.sim.p
     dx, dy = p[target] - p[cue]
-    dist = math.hypot(dx, dy)
     d = tl.table.ball_mm
+    if rng.uniform() < POT_SHARE:
+        geo = tl.sim.geo
+        mouths = (geo.mouth_a + geo.mouth_b) / 2
+        to_pocket = mouths - p[target]
+        to_pocket /= np.linalg.norm(to_pocket, axis=1)[:, None]
+        ghost = p[target] - to_pocket * d
+        aim = ghost - p[cue]
+        aim /= np.linalg.norm(aim, axis=1)[:, None]
+        cut = np.einsum("ij,ij->i", aim, to_pocket)  # cos of the cut angle: 1 is straight
+        # a pocket takes a ball only from nearly in front of its mouth (the jaws are a ball apart)
+        square = np.einsum("ij,ij->i", to_pocket, geo.mouth_n) >= POCKET_ENTRY_COS
+        ok = np.flatnonzero(square & (cut > 0.5))
+        if ok.size:
+            k = int(ok[np.argmax(cut[ok])])
+            return math.degrees(math.atan2(aim[k, 1], aim[k, 0])) + rng.normal(0.0, AIM_ERROR_DEG)
+    dist = math.hypot(dx, dy)
     offset = math.asin(max(-1.0, min(1.0, rng.uniform(-0.85, 0.85) * d / max(dist, d))))
     return math.degrees(math.atan2(dy, dx) + offset)
 

@@ -485,37 +485,32 @@ class Sampler:
             idx = sorted(set(inside.tolist()) | ({int(lead)} if lead >= 0 else set()))
             if not any(rows[i, 7] != 0 for i in idx):
                 continue
-            pts: list[list[float]] = []
+            pieces = []
             for k, i in enumerate(idx):
                 seg = rows[i]
-                t0 = max(seg[0], t_start)
                 t1 = rows[idx[k + 1], 0] if k + 1 < len(idx) else t_end
-                for t in _vertices(seg, t0, t1):
-                    x, y = _at(seg, t)
-                    if not pts or pts[-1][0] != t:
-                        pts.append([round(t, 6), round(x, 1), round(y, 1)])
+                t = _vertices(seg, max(seg[0], t_start), t1)
+                dt = (t - seg[0])[:, None]
+                pieces.append(
+                    np.column_stack([t, seg[1:3] + seg[3:5] * dt + 0.5 * seg[5:7] * dt * dt])
+                )
                 if seg[8] == 0:
                     break
-            out[str(b)] = pts
+            pts = np.concatenate(pieces)
+            keep = np.concatenate([[True], np.diff(pts[:, 0]) > 0])
+            pts = pts[keep]
+            out[str(b)] = np.column_stack([pts[:, 0].round(6), pts[:, 1:].round(1)]).tolist()
         return out
 
 
-def _at(seg: np.ndarray, t: float) -> tuple[float, float]:
-    dt = t - seg[0]
-    return (
-        seg[1] + seg[3] * dt + 0.5 * seg[5] * dt * dt,
-        seg[2] + seg[4] * dt + 0.5 * seg[6] * dt * dt,
-    )
-
-
-def _vertices(seg: np.ndarray, t0: float, t1: float) -> list[float]:
+def _vertices(seg: np.ndarray, t0: float, t1: float) -> np.ndarray:
     """Times that keep the polyline of a parabolic piece within PATH_CHORD_MM of it."""
     vx, vy, ax, ay = seg[3], seg[4], seg[5], seg[6]
     speed = math.hypot(vx, vy)
     a_perp = abs(vx * ay - vy * ax) / speed if speed > 0 else 0.0
     span = max(t1 - t0, 0.0)
     n = max(1, math.ceil(span * math.sqrt(a_perp / (8 * PATH_CHORD_MM)))) if a_perp > 0 else 1
-    return [t0 + span * k / n for k in range(n + 1)]
+    return t0 + span * np.arange(n + 1) / n
 
 
 def start_stop_events(sampler: Sampler) -> list[dict[str, Any]]:
