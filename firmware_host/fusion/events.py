@@ -39,11 +39,12 @@ class FusionParams:
     still_frames: int = 3  # tracker frames with every ball still that end a shot
     cue_wait_us: int = 100_000  # how long to wait for the struck ball to move
     contact_gap_us: int = 40_000  # one contact per pair within this window
+    rest_frames: int = 120  # ... and a layout changed by hand is at rest after this many (1 s)
     frozen_gap_mm: float = 1.5  # RULES.md: resting against a cushion
 
     def array(self) -> np.ndarray:
         return np.array([self.debounce_us, self.debounce_ratio_pct, self.double_hit_us, self.quiet_us,
-                         self.still_frames, self.cue_wait_us, self.contact_gap_us], np.int64)
+                         self.still_frames, self.cue_wait_us, self.contact_gap_us, self.rest_frames], np.int64)
 
 
 class FusionState:

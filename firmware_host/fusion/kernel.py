@@ -99,7 +99,7 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
 N_F = 18
 # Parameters
 (PR_DEBOUNCE_US, PR_DEBOUNCE_RATIO_PCT, PR_DOUBLE_HIT_US, PR_QUIET_US, PR_STILL_FRAMES,
- PR_CUE_WAIT_US, PR_CONTACT_GAP_US) = range(7)
+ PR_CUE_WAIT_US, PR_CONTACT_GAP_US, PR_REST_FRAMES) = range(8)
 
 TRACKER, LINES, ACOUSTIC = 4, 5, 6
 MOVING_BITS = 3  # BALL_TRACK.state: moving | spinning in place (item 14.1: spinning is moving)
@@ -127,6 +127,8 @@ CONTACT_TOLERANCE_MM = 3.0  # overlap beyond the tracker noise that proves a con
 CLICK_PAIR_GAP_MM = 20.0
 CLICK_RADIUS_MM = 200.0  # acoustic position σ 30 mm, plus the pair's spread
 NEIGHBOUR_MM = 10.0  # a ball starting to move this close to a mover was hit by it
+DEVIATION_MM = 1.5  # a contact turns a ball off its straight line by more than the tracker noise
+TOUCHING_MM = 5.0  # two balls at rest this close may click when a third drives into them
 
 
 @njit(cache=True)
@@ -326,9 +328,18 @@ def _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, r
                     continue
                 if not (trk_mv[p, i] or trk_mv[p, j]):
                     continue
-                qx = trk_xy[p, i, 0] + vel[i, 0] * dt - trk_xy[p, j, 0] - vel[j, 0] * dt
-                qy = trk_xy[p, i, 1] + vel[i, 1] * dt - trk_xy[p, j, 1] - vel[j, 1] * dt
-                if np.hypot(qx, qy) >= D - CONTACT_TOLERANCE_MM:
+                # predicted from the last velocities: would they overlap now?
+                pix, piy = trk_xy[p, i, 0] + vel[i, 0] * dt, trk_xy[p, i, 1] + vel[i, 1] * dt
+                pjx, pjy = trk_xy[p, j, 0] + vel[j, 0] * dt, trk_xy[p, j, 1] + vel[j, 1] * dt
+                if np.hypot(pix - pjx, piy - pjy) >= D - CONTACT_TOLERANCE_MM:
+                    continue
+                gap_before = np.hypot(trk_xy[p, i, 0] - trk_xy[p, j, 0], trk_xy[p, i, 1] - trk_xy[p, j, 1])
+                if gap_before < D - CONTACT_TOLERANCE_MM:
+                    continue  # already overlapping in the last frame: seen then, or a tracker merge
+                # and did either actually change course (two balls rolling in touch do not)?
+                dev = max(np.hypot(trk_xy[k, i, 0] - pix, trk_xy[k, i, 1] - piy),
+                          np.hypot(trk_xy[k, j, 0] - pjx, trk_xy[k, j, 1] - pjy))
+                if dev < DEVIATION_MM:
                     continue
                 s = _contact_time(trk_xy[p, i], trk_xy[p, j], vel[i], vel[j], D, dt)
                 tau = trk_t[p] + np.int64(s)
@@ -412,12 +423,13 @@ def _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, r
         if fs[F_STILL_RUN] == 0:
             fs[F_STILL_T] = t
         fs[F_STILL_RUN] += 1
-        if fs[F_STILL_RUN] >= prm[PR_STILL_FRAMES]:
-            if fs[F_IN_SHOT] and not fs[F_CUE_PENDING] and fs[F_MOVED]:
+        if fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_STILL_FRAMES]:
+            if not fs[F_CUE_PENDING] and fs[F_MOVED]:
                 nev, nsnap, npath = _end_shot(ev, nev, fs, fs[F_STILL_T], FLAG_CERTAIN, snaps, frozen, nsnap,
                                               paths, npath, rest_xy, rest_n, trk_xy, trk_on,
                                               sb_t, sb_xy, sb_on, sb_mv, geo, True)
-            elif not fs[F_IN_SHOT] and fs[F_DIRTY]:
+        elif not fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_REST_FRAMES]:
+            if fs[F_DIRTY]:
                 nev = _emit(ev, nev, fs, fs[F_STILL_T], EV_REST, -1, 0, 0, 0, 0, 0)
                 ev[nev - 1, O_SNAP] = nsnap
                 nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_xy, trk_on, fs, geo)
@@ -508,11 +520,13 @@ def fuse(
                     if not on[i]:
                         continue
                     for j in range(i + 1, 16):
-                        if not on[j] or (pen[i] > 0 and pen[j] > 0):
-                            continue  # two balls at rest do not click
-                        if t - pair_t[i, j] <= prm[PR_CONTACT_GAP_US]:
+                        if not on[j] or t - pair_t[i, j] <= prm[PR_CONTACT_GAP_US]:
                             continue
                         gap = abs(np.hypot(xy[i, 0] - xy[j, 0], xy[i, 1] - xy[j, 1]) - geo[G_D])
+                        if pen[i] > 0 and pen[j] > 0:
+                            if gap > TOUCHING_MM:
+                                continue  # two balls at rest click only if touching (a cluster)
+                            gap += TOUCHING_MM
                         far = np.hypot((xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy)
                         if gap < CLICK_PAIR_GAP_MM and far < CLICK_RADIUS_MM and gap + 0.2 * far < best_s:
                             best_i, best_j, best_s = i, j, gap + 0.2 * far
