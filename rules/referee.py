@@ -22,7 +22,7 @@ from typing import Any
 from protocol.geometry import DEFAULT_TABLE, Table
 
 from .config import SENSOR_NODES, RulesConfig, SensorSet
-from .rack import MAX_BALLS, check_rack
+from .rack import MAX_BALLS, RackCheck, check_rack
 from .shot import (
     Event,
     Finding,
@@ -183,21 +183,19 @@ class Referee:
             out += self._close(self.shot)
         st = self.state
         pos = positions_of(ev.get("balls"))
+        seen = self.sensors.tracker and bool(pos)
+        check = check_rack(pos, st.rack_n, self.table, self.config.rack_tolerance_mm)
         is_break = st.break_pending == "keypad"
         if st.break_pending == "boot":
             # After a boot the layout tells a break from a frame in progress, where it can.
             # Mid-frame it does not: a soft illegal break accepted under 12.2 (1)/(2) still
             # looks racked.
-            is_break = (
-                not (self.sensors.tracker and pos)
-                or check_rack(
-                    pos, st.rack_n, self.table, self.config.rack_tolerance_mm
-                ).looks_racked
-            )
+            is_break = not seen or check.looks_racked
             if is_break and self._played:
                 self._new_frame()
         if is_break:
-            out += self._check_rack(ev, pos)
+            if seen:
+                out += self._rack_notice_for(ev, check)
             st.breakers[st.frame] = st.to_play
         shot = Shot(ev.get("shot"), st.to_play, is_break, ev, ball_mm=self.table.ball_mm)
         shot.declared = {
@@ -340,11 +338,16 @@ class Referee:
         return [line]
 
     def _on_rest(self, ev: Event) -> list[Line]:
+        """Before a break: the rack check (8) and the 11.3 warning.  After a boot a break is
+        expected only if the balls look racked (else the host restarted mid-frame)."""
         st = self.state
         if not st.break_pending or not self.sensors.tracker:
             return []
         pos = positions_of(ev.get("balls"))
-        out = self._check_rack(ev, pos)
+        check = check_rack(pos, st.rack_n, self.table, self.config.rack_tolerance_mm)
+        if st.break_pending == "boot" and not check.looks_racked:
+            return []
+        out = self._rack_notice_for(ev, check)
         cue_xy = pos.get(0)
         if cue_xy is None or self.table.in_house(cue_xy[0]):
             st.warned_11_3 = None
@@ -360,10 +363,7 @@ class Referee:
             )
         return out
 
-    def _check_rack(self, ev: Event, pos: dict[int, tuple[float, float]]) -> list[Line]:
-        if not self.sensors.tracker or not pos:
-            return []
-        check = check_rack(pos, self.state.rack_n, self.table, self.config.rack_tolerance_mm)
+    def _rack_notice_for(self, ev: Event, check: RackCheck) -> list[Line]:
         text = check.describe()
         if check.ok or text == self._rack_notice:
             return []

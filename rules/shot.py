@@ -341,6 +341,9 @@ def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig, table: 
             out.satisfied = scan.feed(ev)
         if out.satisfied is not None:
             return out
+    out.satisfied = scan.best()
+    if out.satisfied is not None:
+        return out
     if scan.unknown:
         out.open.append(
             Finding(
@@ -380,6 +383,10 @@ class _Scan:
         elif _is_centre(ev):
             self.seen.append(f"{ball_name(ev['ball'])} crossed the centre line")
 
+    def best(self) -> Finding | None:
+        """A clause that holds once every event is read (item 20 stops at the first)."""
+        return None
+
     def history(self) -> str:
         a, b = self.contact["balls"]
         head = f"after {ball_name(a)} hit {ball_name(b)}"
@@ -391,7 +398,11 @@ def _is_centre(ev: Event) -> bool:
 
 
 class _BreakScan(_Scan):
-    """12.1 (2) and (3): distinct object balls at cushions, an object ball over the centre line."""
+    """12.1 (2) and (3): distinct object balls at cushions, an object ball over the centre line.
+
+    12.1 sets no order among its conditions, so the whole shot is read and the
+    first condition of the text that holds is named (a pot is found by the caller).
+    """
 
     def __init__(self, shot: Shot, contact: Event) -> None:
         super().__init__(shot, contact)
@@ -405,8 +416,9 @@ class _BreakScan(_Scan):
             self.cushioned.setdefault(ev["ball"], ev["t_us"])
         elif _is_centre(ev) and ev["ball"] != cue and self.crossed is None:
             self.crossed = ev
-        else:
-            return None
+        return None
+
+    def best(self) -> Finding | None:
         balls = ", ".join(str(b) for b in self.cushioned)
         times = (self.contact["t_us"], *self.cushioned.values())
         if len(self.cushioned) >= 3:

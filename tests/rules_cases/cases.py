@@ -275,6 +275,11 @@ BREAK = [
         "12.1",
     ),
     legal(
+        "12.1(1) is named before (3) completed earlier",
+        lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cross(5).pot(4, 2).end(),
+        "12.1(1)",
+    ),
+    legal(
         "12.1(2) three object balls at cushions",
         lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cushion(4, 4).end(),
         "12.1(2)",
