@@ -34,6 +34,7 @@ from protocol.framing import encode_frame, parse_frame
 from .hub import HostCommands, Wire
 
 HEARTBEAT = BY_NAME["HEARTBEAT"].msg_type
+LINGER_S = 1.0  # after the match: still answering the host (and draining) this long
 OUT_BUFFER = 64 * 1024  # bytes the hub holds when nobody reads the port; beyond, it drops
 
 
@@ -96,19 +97,21 @@ class VirtualHub:
         """Play the wire (and its loops) until it ends or :meth:`stop` is called."""
         loop = 0
         while not self._stop.is_set():
-            self._play(self.wire)
-            if self.rewire is None or self._stop.is_set():
+            rewire = self.rewire
+            self._play(self.wire, linger_s=LINGER_S if rewire is None else 0.0)
+            if rewire is None or self._stop.is_set():
                 break
             loop += 1
-            self.wire = self.rewire(loop)
-        self._drain(deadline=time.monotonic() + 1.0)
+            self.wire = rewire(loop)
 
     def _true_s(self, wire: Wire, started: float) -> float:
         return wire.start_s + (time.monotonic() - started) * self.speed
 
-    def _play(self, wire: Wire) -> None:
+    def _play(self, wire: Wire, linger_s: float) -> None:
+        """Send every chunk on time; then keep answering the host for ``linger_s``."""
         started = time.monotonic()
         self._extra_seq, self._hub_seq, self._boot = 0, 0, 0
+        self.commands = HostCommands()  # a (re)boot: the lamp starts off
         sel = selectors.DefaultSelector()
         sel.register(self._master, selectors.EVENT_READ)
         try:
@@ -120,13 +123,11 @@ class VirtualHub:
                     k += 1
                 due = (wire.chunk_s[k] - now_s) / self.speed if k < len(wire.chunks) else 0.0
                 self._turn(sel, wire, started, timeout=min(max(due, 0.0), 0.05))
+            end = time.monotonic() + linger_s
+            while time.monotonic() < end and not self._stop.is_set():
+                self._turn(sel, wire, started, timeout=0.02)
         finally:
             sel.close()
-
-    def _drain(self, deadline: float) -> None:
-        while self._out and time.monotonic() < deadline and not self._stop.is_set():
-            self._flush()
-            time.sleep(0.005)
 
     def _turn(
         self, sel: selectors.BaseSelector, wire: Wire, started: float, timeout: float
