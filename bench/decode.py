@@ -41,7 +41,7 @@ def main() -> None:
     data = np.frombuffer(capture, np.uint8)
     mb = len(capture) / 1e6
     t0 = time.perf_counter()
-    frames = decode_capture(capture[:1000]).stats  # compile or load the numba cache
+    decode_capture(capture[:1000])  # compile or load the numba cache
     warmup = time.perf_counter() - t0
 
     bulk = decode_capture(data)
@@ -66,8 +66,10 @@ def main() -> None:
         ("streaming, 4 KiB chunks", mb / t_stream, n_frames / t_stream),
         ("per-frame construct parse", construct_mbps, construct_fps),
     ]
-    print(f"capture: {mb:.1f} MB, {n_frames} frames of {len(bulk.tables)} types; "
-          f"numba load/compile {warmup:.2f} s")
+    print(
+        f"capture: {mb:.1f} MB, {n_frames} frames of {len(bulk.tables)} types; "
+        f"numba load/compile {warmup:.2f} s"
+    )
     for name, mbps, fps in rows:
         print(f"  {name:<27} {mbps:8.1f} MB/s {fps / 1e6:8.2f} M frames/s")
     print(f"  bulk / construct   {rows[0][1] / construct_mbps:8.1f} x  (target >= 100 x)")

@@ -27,7 +27,7 @@ def open_binary(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
     try:
-        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+        return open(path, "rb")
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
 
@@ -37,7 +37,7 @@ def open_text(path: str) -> TextIO:
     if path == "-":
         return sys.stdin
     try:
-        return open(path, encoding="utf-8")  # noqa: SIM115 - the caller closes it
+        return open(path, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
 
@@ -52,5 +52,8 @@ def add_port_arguments(parser: argparse.ArgumentParser) -> None:
         "default: the built-in virtual table on a pseudo-terminal",
     )
     group.add_argument(
-        "--baud", type=int, default=921_600, help="UART baud rate (default 921600; ignored by USB CDC)"
+        "--baud",
+        type=int,
+        default=921_600,
+        help="UART baud rate (default 921600; ignored by USB CDC)",
     )

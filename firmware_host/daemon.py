@@ -62,28 +62,24 @@ class Daemon:
         on_event: Sink | None = None,
         on_line: Sink | None = None,
     ) -> None:
-        self.url = url
-        self.baud = baud
         self.pipeline = Pipeline(rules)
         self.record_dir = record_dir
         self.on_event = on_event or (lambda event: None)
         self.on_line = on_line or (lambda line: None)
         self.stats = DaemonStats()
         self._hello_wanted = threading.Event()
-        self._link: CommandLink | None = None
+        self._transport = SerialTransport(url, baudrate=baud, on_status=self._link_status)
+        self._link = CommandLink(self._transport.write, on_health=self._health)
         self._boot_id: int | None = None
         self._bad_seen = 0
         self._bad_reported_at = 0.0
 
     def run(self, stop: threading.Event) -> DaemonStats:
-        transport = SerialTransport(self.url, baudrate=self.baud, on_status=self._link_status)
         recorder = CaptureRecorder(self.record_dir) if self.record_dir else None
-        link = CommandLink(transport.write, on_health=self._health)
-        self._link = link
         try:
-            with transport.open(), link.start():
+            with self._transport.open(), self._link.start():
                 while not stop.is_set():
-                    self._turn(transport.chunks, recorder)
+                    self._turn(self._transport.chunks, recorder)
                 self._publish(self.pipeline.flush())
         finally:
             if recorder is not None:
@@ -105,28 +101,46 @@ class Daemon:
         self.stats.bytes += len(chunk.data)
         if recorder is not None:
             recorder.write(chunk.data, chunk.host_rx_ns)
-        step = self.pipeline.feed(chunk.data, chunk.host_rx_ns)
-        self._frames(step.decoded)
-        self._publish(step)
+        decoded = self.pipeline.decoder.feed(chunk.data)
+        self._frames(decoded)
+        self._publish(self.pipeline.feed_decoded(decoded, chunk.host_rx_ns))
 
     def _frames(self, decoded: Decoded) -> None:
         """Frames the host itself acts on: ACKs, boots, node health, logs."""
         for ack in decoded.tables.get("ACK", ()):
             if ack["status"]:
-                log.warning("hub refused host frame %d: %s", ack["acked_seq"], ACK_STATUS.get(int(ack["status"])))
+                log.warning(
+                    "hub refused host frame %d: %s",
+                    ack["acked_seq"],
+                    ACK_STATUS.get(int(ack["status"])),
+                )
             self._link.on_ack(int(ack["acked_seq"]), int(ack["acked_type"]), int(ack["status"]))
         for hello in decoded.tables.get("HELLO", ()):
             boot_id = int(hello["boot_id"])
             if self._boot_id is not None and boot_id != self._boot_id:
                 self.stats.reboots += 1
-                log.warning("hub rebooted: boot_id %08x → %08x; clocks and counters restart", self._boot_id, boot_id)
+                log.warning(
+                    "hub rebooted: boot_id %08x → %08x; clocks and counters restart",
+                    self._boot_id,
+                    boot_id,
+                )
             elif self._boot_id is None:
-                log.info("table: hub serial %d, boot_id %08x, fw %d.%d.%d", hello["hub_serial"], boot_id,
-                         hello["fw_major"], hello["fw_minor"], hello["fw_patch"])
+                log.info(
+                    "table: hub serial %d, boot_id %08x, fw %d.%d.%d",
+                    hello["hub_serial"],
+                    boot_id,
+                    hello["fw_major"],
+                    hello["fw_minor"],
+                    hello["fw_patch"],
+                )
             self._boot_id = boot_id
         for status in decoded.tables.get("NODE_STATUS", ()):
-            log.warning("node %s: %s (detail %d)", NODE_NAMES.get(int(status["peer"]), status["peer"]),
-                        NODE_STATUS_CODES.get(int(status["code"]), status["code"]), status["detail"])
+            log.warning(
+                "node %s: %s (detail %d)",
+                NODE_NAMES.get(int(status["peer"]), status["peer"]),
+                NODE_STATUS_CODES.get(int(status["code"]), status["code"]),
+                status["detail"],
+            )
         for rec in decoded.tables.get("LOG", ()):
             entry = record_message(rec)
             level = LOG_LEVELS[min(entry.fields["level"], 3)]
@@ -165,6 +179,10 @@ class Daemon:
     def _health(self, change: HealthChange) -> None:
         if change.health is LinkHealth.FAILED:
             self.stats.indicator_failures += 1
-            log.error("indicator link failed: no ACK for %s seq %d after 3 resends", change.name, change.seq)
+            log.error(
+                "indicator link failed: no ACK for %s seq %d after 3 resends",
+                change.name,
+                change.seq,
+            )
         elif change.health is LinkHealth.OK:
             log.info("indicator link ok")

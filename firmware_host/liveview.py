@@ -25,7 +25,9 @@ def event_text(event: dict[str, Any]) -> str:
         "cushion": lambda e: f"ball {_ball(e.get('ball'))} → cushion {e['cushion']}",
         "pocket": lambda e: f"ball {_ball(e.get('ball'))} pocketed ({e['pocket']})",
         "line_cross": lambda e: f"ball {_ball(e.get('ball'))} crosses the {e['line']} line",
-        "shot_end": lambda e: f"shot {e['shot']} over" + ("" if e.get("certain", True) else " (estimated)"),
+        "shot_end": lambda e: (
+            f"shot {e['shot']} over" + ("" if e.get("certain", True) else " (estimated)")
+        ),
         "keypad": lambda e: f"keypad {e['key']} {e.get('arg', '')}",
         "node_status": lambda e: f"node {e['node']} {e['status']}",
         "boot": lambda e: f"table booted, sensors: {', '.join(e.get('nodes', []))}",

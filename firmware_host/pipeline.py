@@ -24,9 +24,8 @@ REPLAY_CHUNK = 4096  # what one serial read typically returns
 
 @dataclass
 class Step:
-    """What one feed produced: the frames, the events they released, the lines judged."""
+    """What one feed produced: the events it released and the lines they decided."""
 
-    decoded: Decoded | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
     lines: list[dict[str, Any]] = field(default_factory=list)
 
@@ -40,8 +39,11 @@ class Pipeline:
         self.referee = Referee(config=rules or RulesConfig())
 
     def feed(self, data: bytes, host_rx_ns: int | None = None) -> Step:
-        decoded = self.decoder.feed(data)
-        return self._judge(self.events.feed(decoded, host_rx_ns), decoded)
+        return self.feed_decoded(self.decoder.feed(data), host_rx_ns)
+
+    def feed_decoded(self, decoded: Decoded, host_rx_ns: int | None = None) -> Step:
+        """The stages after the decoder, for a caller that looks at the frames too."""
+        return self._judge(self.events.feed(decoded, host_rx_ns))
 
     def tick(self, host_now_ns: int) -> Step:
         """No new bytes: release what the host clock says is settled."""
@@ -53,9 +55,9 @@ class Pipeline:
         step.lines += self.referee.finish()
         return step
 
-    def _judge(self, events: list[dict[str, Any]], decoded: Decoded | None = None) -> Step:
+    def _judge(self, events: list[dict[str, Any]]) -> Step:
         lines = [line for event in events for line in self.referee.feed(event)]
-        return Step(decoded, events, lines)
+        return Step(events, lines)
 
 
 def replay(data: bytes, rules: RulesConfig | None = None, chunk: int = REPLAY_CHUNK) -> Step:

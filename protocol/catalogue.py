@@ -263,7 +263,9 @@ Body = Struct(
             "payload"
             / FixedSized(
                 lambda ctx: ctx._root._.payload_len,
-                Switch(this.header.msg_type, {s.msg_type: s.payload for s in MESSAGES}, GreedyBytes),
+                Switch(
+                    this.header.msg_type, {s.msg_type: s.payload for s in MESSAGES}, GreedyBytes
+                ),
             ),
         )
     ),

@@ -114,8 +114,10 @@ def record_fields(rec: np.void) -> dict[str, Any]:
         if value.shape:
             items = value[: int(rec["count"])]
             fields[name] = [{n: int(item[n]) for n in items.dtype.names} for item in items]
-        elif lay.rule == GREEDY and name == lay.dtype.names[-1]:
-            raw = rec.tobytes()[PREFIX_SIZE + HEADER_SIZE + lay.base :][: int(rec["payload_len"]) - lay.base]
+        elif lay.rule == GREEDY and name == lay.payload_names[-1]:
+            raw = rec.tobytes()[PREFIX_SIZE + HEADER_SIZE + lay.base :][
+                : int(rec["payload_len"]) - lay.base
+            ]
             fields[name] = raw.decode("utf-8", errors="replace")
         else:
             fields[name] = int(value)
@@ -240,7 +242,7 @@ class StreamDecoder:
 
     @staticmethod
     def _unknown(frames: np.ndarray, raw: np.ndarray) -> list[UnknownFrame]:
-        unknown = []
+        unknown: list[UnknownFrame] = []
         for r in np.flatnonzero(frames["status"] == k.UNKNOWN):
             f = frames[r]
             s = int(f["row"])

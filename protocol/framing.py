@@ -92,15 +92,17 @@ def build_body(
     """Header + payload + CRC for one message; ``node`` defaults to the ICD sender."""
     spec = BY_NAME[msg] if isinstance(msg, str) else BY_TYPE[msg]
     payload = spec.payload.build(fields)
-    header = dict(
-        version=version,
-        msg_type=spec.msg_type,
-        node=spec.node if node is None else node,
-        flags=flags,
-        seq=seq & 0xFFFF,
-        t_us=t_us & 0xFFFFFFFF,
+    header = {
+        "version": version,
+        "msg_type": spec.msg_type,
+        "node": spec.node if node is None else node,
+        "flags": flags,
+        "seq": seq & 0xFFFF,
+        "t_us": t_us & 0xFFFFFFFF,
+    }
+    return Body.build(
+        {"data": {"value": {"header": header, "payload": fields}}}, payload_len=len(payload)
     )
-    return Body.build({"data": {"value": {"header": header, "payload": fields}}}, payload_len=len(payload))
 
 
 def encode_body(body: bytes) -> bytes:

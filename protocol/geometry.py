@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CUSHION_NAMES = ("front", "left-front", "left-back", "back", "right-back", "right-front")
-POCKET_NAMES = ("front-left", "left-middle", "back-left", "back-right", "right-middle", "front-right")
+POCKET_NAMES = (
+    "front-left",
+    "left-middle",
+    "back-left",
+    "back-right",
+    "right-middle",
+    "front-right",
+)
 LINE_NAMES = ("centre", "house")
 
 
@@ -24,7 +31,7 @@ class Table:
     ball_mm: float = 68.0
 
     @classmethod
-    def from_hello(cls, table_length_mm: int, table_width_mm: int, ball_diameter_um: int) -> "Table":
+    def from_hello(cls, table_length_mm: int, table_width_mm: int, ball_diameter_um: int) -> Table:
         return cls(float(table_length_mm), float(table_width_mm), ball_diameter_um / 1000.0)
 
     @property

@@ -87,7 +87,7 @@ def crc32(buf: np.ndarray, start: int, n: int, t: np.ndarray) -> np.uint32:
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _u16(b: np.ndarray, i: int) -> int:
-    return np.int64(b[i]) | (np.int64(b[i + 1]) << 8)
+    return int(b[i]) | (int(b[i + 1]) << 8)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -166,7 +166,7 @@ def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
     n = 0
     code = 0xFF
     while j < size:
-        code = np.int64(buf[j])
+        code = int(buf[j])
         if code == 0:
             break
         j += 1

@@ -53,7 +53,7 @@ class Layout:
     @property
     def payload_names(self) -> tuple[str, ...]:
         """Record fields that come from the payload (after prefix and header)."""
-        return self.dtype.names[len(RECORD_PREFIX) + len(Header.subcons) :]
+        return (self.dtype.names or ())[len(RECORD_PREFIX) + len(Header.subcons) :]
 
     @property
     def max_payload(self) -> int:
@@ -95,7 +95,7 @@ def _walk(spec: MessageSpec) -> tuple[list, int, int, int, int, list[Field]]:
             fields.append(Field(sub.name, offset, size, f"u{size * 8}"))
             offset += size
         elif isinstance(inner, FocusedSeq):  # PrefixedArray(count, Struct)
-            count_field, items = inner.subcons
+            _count, items = inner.subcons
             item_struct = items.subcon.subcon
             item_fields = _fixed_fields(item_struct)
             rule, count_offset, item_size = COUNTED, offset, item_struct.sizeof()

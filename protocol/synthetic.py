@@ -9,6 +9,8 @@ realistic matches.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .catalogue import MESSAGES, NODE_NAMES
@@ -23,9 +25,9 @@ def random_records(msg_type: int, n: int, rng: np.random.Generator) -> np.ndarra
     lay = layout(msg_type)
     rec = np.zeros(n, lay.dtype)
     raw = rec.view(np.uint8).reshape(n, lay.dtype.itemsize)
+    fields: Any = lay.dtype.fields or {}
     for name in lay.payload_names:
-        field = lay.dtype.fields[name]
-        start, size = field[1], field[0].itemsize
+        start, size = fields[name][1], fields[name][0].itemsize
         raw[:, start : start + size] = rng.integers(0, 256, (n, size), dtype=np.uint8)
     if lay.rule == COUNTED:
         rec["count"] = rng.integers(0, lay.spec.max_items + 1, n)
@@ -48,8 +50,12 @@ def mixed_frames(n_frames: int, seed: int = 0) -> list[bytes]:
     # Mostly the high-rate sensor traffic, like a real table.
     weights = np.where((types >= 0x10) & (types < 0x80), 3.0, 1.0)
     choice = types[rng.choice(len(types), n_frames, p=weights / weights.sum())]
-    records = {int(t): random_records(int(t), int(np.count_nonzero(choice == t)), rng) for t in np.unique(choice)}
-    records.get(0x01, {})["boot_id"] = rng.integers(0, 2**32)  # one hub boot
+    records = {
+        int(t): random_records(int(t), int(np.count_nonzero(choice == t)), rng)
+        for t in np.unique(choice)
+    }
+    if 0x01 in records:
+        records[0x01]["boot_id"] = rng.integers(0, 2**32)  # one hub boot
     # Each node's seq counts frames in stream order, wrapping at 2^16.
     nodes = np.empty(n_frames, np.int64)
     rows = np.empty(n_frames, np.int64)

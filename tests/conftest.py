@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-SHARED = Path(os.environ.get("FIRMWARE_HOST_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+SHARED = Path(
+    os.environ.get("FIRMWARE_HOST_SHARED", Path(__file__).resolve().parents[2] / "shared")
+)
 
 
 @pytest.fixture(scope="session")

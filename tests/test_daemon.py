@@ -26,7 +26,9 @@ def referee_live(wire, tmp_path: Path, timeout_s: float = 120.0):
     stop = threading.Event()
     hub = VirtualHub(wire, speed=SPEED)
     try:
-        daemon = Daemon(hub.device, record_dir=tmp_path, on_event=events.append, on_line=lines.append)
+        daemon = Daemon(
+            hub.device, record_dir=tmp_path, on_event=events.append, on_line=lines.append
+        )
         runner = threading.Thread(target=lambda: daemon.run(stop))
         runner.start()
         time.sleep(0.3)  # the port is open before the table boots, as in a club
@@ -54,7 +56,9 @@ def two_shots():
 
 
 def test_live_verdicts_equal_a_replay_of_the_recording_and_drive_the_lamp(two_shots, tmp_path):
-    daemon, lines, events, lamp, recorded = referee_live(build_wire(two_shots, HubConfig(seed=3)), tmp_path)
+    daemon, lines, events, lamp, recorded = referee_live(
+        build_wire(two_shots, HubConfig(seed=3)), tmp_path
+    )
     assert verdicts(lines), "the daemon gave no verdict"
     assert daemon.stats.decoder["bad"] == {}
     assert verdicts(replay(recorded).lines) == verdicts(lines)

@@ -14,7 +14,9 @@ from protocol.kernels import MAX_ENCODED
 from protocol.synthetic import mixed_capture
 
 
-def _feed_in_chunks(data: bytes, rng: np.random.Generator, max_chunk: int) -> tuple[list, StreamDecoder]:
+def _feed_in_chunks(
+    data: bytes, rng: np.random.Generator, max_chunk: int
+) -> tuple[list, StreamDecoder]:
     dec = StreamDecoder()
     out: list[Decoded] = []
     i = 0
@@ -28,7 +30,9 @@ def _feed_in_chunks(data: bytes, rng: np.random.Generator, max_chunk: int) -> tu
 def _concat(parts: list[Decoded]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     frames = np.concatenate([p.frames for p in parts])
     names = {name for p in parts for name in p.tables}
-    tables = {name: np.concatenate([p.tables[name] for p in parts if name in p.tables]) for name in names}
+    tables = {
+        name: np.concatenate([p.tables[name] for p in parts if name in p.tables]) for name in names
+    }
     return frames, tables
 
 
@@ -89,33 +93,70 @@ def test_100_mb_without_a_delimiter_keeps_memory_bounded():
         tracemalloc.stop()
     assert peak < 12 * len(chunk), peak  # per-chunk work only, not the 100 MB seen
     bad, keypad = dec.feed(b"\x00" + encode_frame("KEYPAD", seq=1, key=1, arg=0)).items()
-    assert isinstance(keypad, Message) and isinstance(bad, BadFrame) and (bad.reason, bad.offset, bad.length) == ("length", 0, 100_000_000)
+    assert (
+        isinstance(keypad, Message)
+        and isinstance(bad, BadFrame)
+        and (bad.reason, bad.offset, bad.length) == ("length", 0, 100_000_000)
+    )
     assert dec.stats().frames == 1
 
 
 def _cushion(seq: int, flags: int = 0) -> bytes:
-    return encode_frame("CUSHION_HIT", seq=seq, t_us=seq, flags=flags, cushion=1, pos_mm=2, amplitude=3)
+    return encode_frame(
+        "CUSHION_HIT", seq=seq, t_us=seq, flags=flags, cushion=1, pos_mm=2, amplitude=3
+    )
 
 
 def _hello(seq: int, boot_id: int) -> bytes:
-    fields = dict(fw_major=1, fw_minor=0, fw_patch=0, proto=1, boot_id=boot_id, hub_serial=1,
-                  table_length_mm=3569, table_width_mm=1778, ball_diameter_um=68000, nodes_present=0xFF)
+    fields = dict(
+        fw_major=1,
+        fw_minor=0,
+        fw_patch=0,
+        proto=1,
+        boot_id=boot_id,
+        hub_serial=1,
+        table_length_mm=3569,
+        table_width_mm=1778,
+        ball_diameter_um=68000,
+        nodes_present=0xFF,
+    )
     return encode_frame("HELLO", seq=seq, **fields)
 
 
 @pytest.mark.parametrize(
     "stream, delivered, lost, duplicates",
     [
-        pytest.param([_cushion(s) for s in (65533, 65534, 65535, 0, 1)], 5, 0, 0, id="wrap, nothing lost"),
+        pytest.param(
+            [_cushion(s) for s in (65533, 65534, 65535, 0, 1)], 5, 0, 0, id="wrap, nothing lost"
+        ),
         pytest.param([_cushion(s) for s in (65534, 1, 2)], 3, 2, 0, id="loss across the wrap"),
-        pytest.param([_cushion(5), _cushion(5, flags=1), _cushion(6)], 2, 0, 1, id="retransmission once"),
-        pytest.param([_cushion(5), _cushion(7), _cushion(6, flags=1)], 3, 0, 0, id="lost frame recovered"),
-        pytest.param([_cushion(5), _cushion(7), _cushion(6, flags=1), _cushion(6, flags=1)], 3, 0, 1,
-                     id="recovered once"),
-        pytest.param([_hello(0, 1), _cushion(100), _hello(0, 2), _cushion(0), _cushion(1)], 5, 0, 0,
-                     id="reboot resets counters"),
-        pytest.param([_hello(0, 1), _cushion(100), _hello(1, 1), _cushion(103)], 4, 2, 0,
-                     id="same boot_id keeps counters"),
+        pytest.param(
+            [_cushion(5), _cushion(5, flags=1), _cushion(6)], 2, 0, 1, id="retransmission once"
+        ),
+        pytest.param(
+            [_cushion(5), _cushion(7), _cushion(6, flags=1)], 3, 0, 0, id="lost frame recovered"
+        ),
+        pytest.param(
+            [_cushion(5), _cushion(7), _cushion(6, flags=1), _cushion(6, flags=1)],
+            3,
+            0,
+            1,
+            id="recovered once",
+        ),
+        pytest.param(
+            [_hello(0, 1), _cushion(100), _hello(0, 2), _cushion(0), _cushion(1)],
+            5,
+            0,
+            0,
+            id="reboot resets counters",
+        ),
+        pytest.param(
+            [_hello(0, 1), _cushion(100), _hello(1, 1), _cushion(103)],
+            4,
+            2,
+            0,
+            id="same boot_id keeps counters",
+        ),
     ],
 )
 def test_seq_accounting(stream, delivered, lost, duplicates):

@@ -29,7 +29,9 @@ def _field_strategy(con, spec: MessageSpec):
 
 
 def _struct_strategy(struct, spec: MessageSpec):
-    return st.fixed_dictionaries({sub.name: _field_strategy(sub.subcon, spec) for sub in struct.subcons})
+    return st.fixed_dictionaries(
+        {sub.name: _field_strategy(sub.subcon, spec) for sub in struct.subcons}
+    )
 
 
 @st.composite
@@ -97,7 +99,7 @@ def test_mutated_streams_never_raise_never_forge_and_lose_only_touched_frames(
 
     originals = [parse_frame(f[:-1]) for f in frames]
     decoded = [m for m in decode_capture(mutated).items() if isinstance(m, Message)]
-    key = lambda m: (m.name, m.node, m.seq, m.t_us, m.flags, repr(m.fields))  # noqa: E731
+    key = lambda m: (m.name, m.node, m.seq, m.t_us, m.flags, repr(m.fields))
     original_keys = [key(m) for m in originals]
     got = [key(m) for m in decoded]
     # Nothing forged: every message decoded is one that was sent.

@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 from cobs import cobs
+
 from protocol import kernels
 from protocol.catalogue import BY_NAME, HEADER_SIZE
 from protocol.decoder import StreamDecoder, decode_capture

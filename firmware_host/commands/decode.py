@@ -45,7 +45,11 @@ def _json_line(item: Any) -> dict[str, Any]:
     }
     if isinstance(item, Message):
         return header | {"type": item.name, "fields": item.fields}
-    return header | {"type": "UNKNOWN", "msg_type": item.msg_type, "payload_hex": item.payload.hex()}
+    return header | {
+        "type": "UNKNOWN",
+        "msg_type": item.msg_type,
+        "payload_hex": item.payload.hex(),
+    }
 
 
 def _fields_text(fields: dict[str, Any]) -> str:
@@ -97,12 +101,12 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
     out.write(f"\n{summary['frames']} frames decoded")
     out.write(f", {sum(summary['bad'].values())} bad, {summary['unknown']} of unknown type")
     out.write(f", {summary['duplicates']} duplicate retransmissions dropped\n")
-    for name, n in summary["types"].items():
-        out.write(f"  {name:<14} {n}\n")
-    for reason, n in summary["bad"].items():
-        out.write(f"  bad: {reason:<15} {n}\n")
-    for node, n in summary["lost"].items():
-        out.write(f"  lost from {NODE_NAMES.get(int(node), node):<8} {n}\n")
+    out.writelines(f"  {name:<14} {n}\n" for name, n in summary["types"].items())
+    out.writelines(f"  bad: {reason:<15} {n}\n" for reason, n in summary["bad"].items())
+    out.writelines(
+        f"  lost from {NODE_NAMES.get(int(node), node):<8} {n}\n"
+        for node, n in summary["lost"].items()
+    )
     if summary["pending_bytes"]:
         out.write(f"  capture ends inside a frame ({summary['pending_bytes']} bytes)\n")
 
@@ -127,7 +131,9 @@ def run(args: argparse.Namespace) -> int:
     source = open_binary(args.capture)
     try:
         if not args.json:
-            out.write(f"{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n")
+            out.write(
+                f"{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n"
+            )
         while chunk := source.read(CHUNK):
             for item in decoder.feed(chunk).items():
                 if wanted and getattr(item, "name", None) not in wanted:

@@ -39,18 +39,29 @@ def run(args: argparse.Namespace) -> int:
                 "payload_size": size,
                 "doc": spec.doc,
                 "fields": [
-                    {"name": f.name, "offset": HEADER_SIZE + f.offset, "size": f.size, "type": f.kind}
+                    {
+                        "name": f.name,
+                        "offset": HEADER_SIZE + f.offset,
+                        "size": f.size,
+                        "type": f.kind,
+                    }
                     for f in lay.fields
                 ],
             }
         )
     if args.json:
-        print(json.dumps({"header": [vars(f) for f in header_fields], "messages": catalogue}, indent=1))
+        print(
+            json.dumps(
+                {"header": [vars(f) for f in header_fields], "messages": catalogue}, indent=1
+            )
+        )
         return 0
     print("frame body: header (10 B) | payload | crc32 LE (4 B), COBS-framed, 0x00 delimited")
     print("header:  " + "  ".join(f"@{f.offset} {f.name}:{f.kind}" for f in header_fields))
     for msg in catalogue:
-        print(f"\n0x{msg['msg_type']:02X} {msg['name']:<14} from {msg['node']:<8} payload {msg['payload_size']} B")
+        print(
+            f"\n0x{msg['msg_type']:02X} {msg['name']:<14} from {msg['node']:<8} payload {msg['payload_size']} B"
+        )
         print(f"     {msg['doc']}")
         for f in msg["fields"]:
             print(f"     @{f['offset']:<3} {f['name']:<18} {f['type']}")

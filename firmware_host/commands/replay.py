@@ -16,7 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="raw capture (.bin), or - for stdin")
     parser.add_argument("--events", action="store_true", help="also write the ordered events")
     parser.add_argument(
-        "--discipline", choices=("free", "combined"), default="free", help="pyramid variant (default free)"
+        "--discipline",
+        choices=("free", "combined"),
+        default="free",
+        help="pyramid variant (default free)",
     )
 
 
@@ -29,7 +32,11 @@ def run(args: argparse.Namespace) -> int:
     data = read_binary(args.capture)
     result = replay(data, RulesConfig(discipline=args.discipline))
     out = sys.stdout
-    items = sorted(result.events + result.lines, key=lambda x: x["t_us"]) if args.events else result.lines
+    items = (
+        sorted(result.events + result.lines, key=lambda x: x["t_us"])
+        if args.events
+        else result.lines
+    )
     for item in items:
         out.write(json.dumps(item) + "\n")
     return 0

@@ -21,22 +21,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_port_arguments(parser)
     parser.add_argument("--json", action="store_true", help="verdicts and notices as JSON Lines")
     parser.add_argument("--events", action="store_true", help="also show every ordered event")
-    parser.add_argument("--record", metavar="DIR", help="record the raw capture into DIR (rotating .bin)")
+    parser.add_argument(
+        "--record", metavar="DIR", help="record the raw capture into DIR (rotating .bin)"
+    )
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument(
-        "--discipline", choices=("free", "combined"), default="free", help="pyramid variant (default free)"
+        "--discipline",
+        choices=("free", "combined"),
+        default="free",
+        help="pyramid variant (default free)",
     )
     virtual = parser.add_argument_group("built-in virtual table (no --port)")
-    virtual.add_argument("--scenario", metavar="NAME", help="a named scenario (see simulate --scenario list)")
+    virtual.add_argument(
+        "--scenario", metavar="NAME", help="a named scenario (see simulate --scenario list)"
+    )
     virtual.add_argument("--seed", type=int, default=0, help="random match seed (default 0)")
-    virtual.add_argument("--minutes", type=float, default=2.0, help="random match length (default 2)")
-    virtual.add_argument("--speed", type=float, default=10.0, help="play this many times real time (default 10)")
+    virtual.add_argument(
+        "--minutes", type=float, default=2.0, help="random match length (default 2)"
+    )
+    virtual.add_argument(
+        "--speed", type=float, default=10.0, help="play this many times real time (default 10)"
+    )
     virtual.add_argument("--sensors", choices=("minimum", "middle", "full"), default="full")
 
 
 def _virtual_table(args: argparse.Namespace) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "firmware_host", "simulate", "--pty", "--speed", str(args.speed),
-           "--sensors", args.sensors, "--seed", str(args.seed), "--minutes", str(args.minutes)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "firmware_host",
+        "simulate",
+        "--pty",
+        "--speed",
+        str(args.speed),
+        "--sensors",
+        args.sensors,
+        "--seed",
+        str(args.seed),
+        "--minutes",
+        str(args.minutes),
+    ]
     if args.scenario:
         cmd += ["--scenario", args.scenario]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
@@ -60,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
         out.write(text + "\n")
         out.flush()
 
-    on_line = (lambda line: show(json.dumps(line))) if args.json else (lambda line: show(line_text(line)))
+    on_line = (
+        (lambda line: show(json.dumps(line))) if args.json else (lambda line: show(line_text(line)))
+    )
     on_event = None
     if args.events:
         on_event = (lambda e: show(json.dumps(e))) if args.json else (lambda e: show(event_text(e)))
@@ -84,8 +110,12 @@ def run(args: argparse.Namespace) -> int:
         threading.Timer(args.duration, stop.set).start()
 
     daemon = Daemon(
-        url, baud=args.baud, rules=RulesConfig(discipline=args.discipline), record_dir=args.record,
-        on_event=on_event, on_line=on_line,
+        url,
+        baud=args.baud,
+        rules=RulesConfig(discipline=args.discipline),
+        record_dir=args.record,
+        on_event=on_event,
+        on_line=on_line,
     )
     restore = exit_on_signals()
     try:
