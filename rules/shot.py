@@ -419,8 +419,11 @@ class _BreakScan(_Scan):
         return None
 
     def best(self) -> Finding | None:
-        balls = ", ".join(str(b) for b in self.cushioned)
-        times = (self.contact["t_us"], *self.cushioned.values())
+        """(2) before (3); each names the first balls that met it."""
+        needed = 3 if len(self.cushioned) >= 3 else 2
+        firsts = list(self.cushioned.items())[:needed]
+        balls = ", ".join(str(b) for b, _ in firsts)
+        times = (self.contact["t_us"], *(t for _, t in firsts))
         if len(self.cushioned) >= 3:
             return Finding("12.1(2)", f"object balls {balls} touched cushions", times)
         if len(self.cushioned) >= 2 and self.crossed is not None:
