@@ -164,6 +164,7 @@ def _item20(
     """
     note2 = target in frozen or declared
     rest_of_target = frozen.get(target, set())
+    moved = {cue, target}  # a ball that has moved no longer rests against its cushion
     state: dict[int, _Ball] = {}
     found: list[str] = []
 
@@ -196,11 +197,13 @@ def _item20(
             a, b = ev["balls"]
             for x, y in ((a, b), (b, a)):
                 bx = ball(x)
-                if any(c0 != c for c in frozen.get(y, ()) for c0 in bx.cushions):
+                resting = frozen.get(y, set()) if y not in moved else set()  # still against it
+                if any(c0 != c for c in resting for c0 in bx.cushions):
                     found.append("20(2)(c)")
-                if bx.crossed and y in frozen:
+                if bx.crossed and resting:
                     found.append("20(3)(c)")
                 ball(y).driven.append((x, tuple(bx.cushions), bx.crossed))
+            moved.update((a, b))
         elif kind == "line_cross" and ev["line"] == "centre":
             x = ev["ball"]
             bx = ball(x)
