@@ -227,3 +227,20 @@ def test_no_ack_fault_applies_the_command_but_sends_no_ack(faults, acked):
         names = [f.name for _, f in reader.frames(1.0) if isinstance(f, Message)]
     assert ("ACK" in names) == acked
     assert hub.commands.lamp(0.0) == 4
+
+
+def test_loop_replays_the_match_as_a_hub_reboot():
+    match = random_match(seed=2, minutes=0.1)
+    first = build_wire(match, HubConfig(sensors="minimum", seed=1))
+    hub = VirtualHub(
+        first,
+        speed=50.0,
+        rewire=lambda n: build_wire(match, HubConfig(sensors="minimum", seed=1 + n)),
+    )
+    with hub, serial.Serial(hub.device, timeout=0.02) as p:
+        hellos = [
+            f for _, f in Reader(p).frames(1.5) if isinstance(f, Message) and f.name == "HELLO"
+        ]
+    assert len(hellos) >= 2
+    assert len({h.fields["boot_id"] for h in hellos}) == len(hellos)
+    assert all(h.seq == 0 for h in hellos)
