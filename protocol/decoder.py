@@ -174,23 +174,16 @@ class StreamDecoder:
     def feed(self, chunk: bytes | bytearray | memoryview | np.ndarray) -> Decoded:
         data = np.frombuffer(chunk, np.uint8) if not isinstance(chunk, np.ndarray) else chunk
         buf = np.concatenate((self._pending, data)) if len(self._pending) else data
-        # Delimiters bound the frame count, and a good frame's msg_type is
-        # always its third byte on the wire (version and type are non-zero,
-        # so COBS leaves them in place): together they size every table.
-        ends = np.flatnonzero(buf == 0)
-        if not len(ends):
+        bound = np.zeros(256, np.int64)
+        delimiters = k.prescan(buf, bound)
+        if not delimiters:
             self._hold(buf, 0)
             return Decoded(np.zeros(0, FRAME_DTYPE), {}, [], self.pending_bytes)
-        starts = np.empty_like(ends)
-        starts[:1] = 0
-        starts[1:] = ends[:-1] + 1
-        type_at = starts + 2
-        bound = np.bincount(buf[type_at[type_at < ends]], minlength=256)
         sizes = bound * _REC_SIZE
         region = np.zeros(256, np.int64)
         np.cumsum(sizes[:-1], out=region[1:])
         records = np.zeros(int(sizes.sum()), np.uint8)
-        frames = np.zeros(len(ends), FRAME_DTYPE)
+        frames = np.empty(delimiters, FRAME_DTYPE)
         per_type = np.zeros(256, np.int64)
         raw = np.empty(len(buf), np.uint8)
         n, consumed = k.scan(

@@ -189,6 +189,26 @@ def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
+def prescan(buf: np.ndarray, bound: np.ndarray) -> int:
+    """Count delimiters, and per msg_type the frames that may be of it.
+
+    A good frame's msg_type is always its third byte on the wire (version and
+    type are non-zero, so COBS leaves them in place), so ``bound`` is an upper
+    bound of each type's good frames: enough to size every table before the
+    scan writes records straight into them.
+    """
+    delimiters = 0
+    start = 0
+    for i in range(buf.size):
+        if buf[i] == 0:
+            delimiters += 1
+            if i - start > 2:
+                bound[buf[start + 2]] += 1
+            start = i + 1
+    return delimiters
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def scan(
     buf: np.ndarray,
     base: int,
@@ -256,9 +276,15 @@ def scan(
                 status = _payload_status(scratch, 0, body_len, rules)
         f = frames[n]
         f["offset"] = frame_offset
+        f["row"] = -1
         if status >= BAD_COBS:
             bad[status - BAD_COBS] += 1
             f["length"] = length
+            f["msg_type"] = 0
+            f["node"] = 0
+            f["flags"] = 0
+            f["seq"] = 0
+            f["t_us"] = 0
         else:
             msg_type = scratch[1]
             node = scratch[2]
