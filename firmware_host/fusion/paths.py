@@ -34,13 +34,14 @@ def simplify(x: np.ndarray, y: np.ndarray, tol: float, keep: np.ndarray) -> int:
         if b - a < 2:
             continue
         dx, dy = x[b] - x[a], y[b] - y[a]
-        norm = np.hypot(dx, dy)
+        norm2 = dx * dx + dy * dy
         worst, at = -1.0, -1
         for i in range(a + 1, b):
-            if norm > 1e-9:
-                d = abs(dx * (y[i] - y[a]) - dy * (x[i] - x[a])) / norm
-            else:
-                d = np.hypot(x[i] - x[a], y[i] - y[a])
+            # distance to the chord as a segment: a ball that runs into a cushion and back
+            # along the same line must keep its turning point
+            u = ((x[i] - x[a]) * dx + (y[i] - y[a]) * dy) / norm2 if norm2 > 1e-12 else 0.0
+            u = min(max(u, 0.0), 1.0)
+            d = np.hypot(x[i] - x[a] - u * dx, y[i] - y[a] - u * dy)
             if d > worst:
                 worst, at = d, i
         if worst > tol:
