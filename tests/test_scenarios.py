@@ -22,7 +22,9 @@ from firmware_host.virtual_table.physics_verdicts import judge_truth
 from firmware_host.virtual_table.scenarios import SCENARIOS
 from firmware_host.virtual_table.truth import MatchTruth
 from protocol.geometry import DEFAULT_TABLE
+from rules.config import SENSOR_NODES
 from rules.rack import rack_positions
+from rules.referee import Referee
 
 T = DEFAULT_TABLE
 D = T.ball_mm
@@ -512,3 +514,42 @@ def test_random_match_frames_start_from_a_rack() -> None:
     assert [v["shot"] for v in truth.verdicts if v["kind"] == "verdict"] == [
         s["shot"] for s in truth.strokes
     ]
+
+
+def perfect_sensor_lines(truth: MatchTruth) -> list[Event]:
+    """The truth as a host with perfect sensors would order it: EVENTS.md lines, t_us = true us."""
+
+    def us(t: float) -> int:
+        return round(t * 1e6)
+
+    lines = []
+    for e in truth.events:
+        if e["type"].startswith("_"):
+            continue
+        line = {k: v for k, v in e.items() if k != "t_s"} | {"t_us": us(e["t_s"])}
+        if e["type"] == "boot":
+            line |= {"boot_id": 1, "nodes": list(SENSOR_NODES)}
+        if e["type"] == "shot_end":
+            line["paths"] = {b: [[us(t), x, y] for t, x, y in pts] for b, pts in e["paths"].items()}
+        lines.append(line)
+    return lines
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_rules_engine_agrees_given_perfect_sensors(name: str) -> None:
+    """End to end below the wire: the referee, fed the true events, reaches the intended verdicts."""
+    truth = truth_of(name)
+    referee = Referee()
+    out = [line for event in perfect_sensor_lines(truth) for line in referee.feed(event)]
+    out += referee.finish()
+    final = {v["shot"]: v for v in out if v.get("kind") == "verdict"}  # an early foul is repeated
+    got = [
+        (v["shot"], v["verdict"], v["rules"], v.get("satisfied"), v["player"])
+        for v in final.values()
+    ]
+    intended = [
+        (v["shot"], v["verdict"], v["rules"], v.get("satisfied"), v["player"])
+        for v in truth.verdicts
+        if v["kind"] == "verdict"
+    ]
+    assert got == intended

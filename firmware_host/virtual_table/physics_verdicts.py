@@ -26,6 +26,11 @@ class Judgement:
 
     fouls: list[str] = field(default_factory=list)
     satisfied: list[str] = field(default_factory=list)
+    evidence_s: list[float] = field(default_factory=list)  # times of the events it rests on
+
+    def foul(self, rule: str, *times: float) -> None:
+        self.fouls.append(rule)
+        self.evidence_s += times
 
     @property
     def verdict(self) -> str:
@@ -54,34 +59,40 @@ def judge_shot(
     balls: dict[str, Any] = start["balls"]
     frozen = {int(b): set(c) for b, c in start["frozen"].items()}
     tips = [e for e in events if e["type"] == "cue_contact"]
+    t0 = tips[0]["t_s"]
     if interrupted_previous:
-        out.fouls.append("14.2")
+        out.foul("14.2", t0)
     if is_break and cue == 0 and not table.in_house(balls["0"][0]):
-        out.fouls.append("11.3")
+        out.foul("11.3", t0)
     if len(tips) > 1:
-        out.fouls.append("18")
-    if any(e["type"] == "ball_moved" for e in events):
-        out.fouls.append("17")
+        out.foul("18", *(e["t_s"] for e in tips))
+    for moved in (e for e in events if e["type"] == "ball_moved"):
+        out.foul("17", moved["t_s"])
     first = next((e for e in events if e["type"] == "ball_contact" and cue in e["balls"]), None)
     if first is None:
-        out.fouls.append("12.1" if is_break else "20")
+        out.foul("12.1" if is_break else "20", t0)
         return out
     target = first["balls"][1] if first["balls"][0] == cue else first["balls"][0]
     _stroke(out, tips[0], first, cue, target, balls, end.get("paths", {}), table, stroke_deg)
-    after = events[
-        events.index(first) + 1 :
-    ]  # strictly after it, though a rack's contacts share its time
-    if is_break:
-        clause = _break_clause(after, cue, table)
-        if clause:
-            out.satisfied.append(clause)
-        else:
-            out.fouls.append("12.1")
+    # strictly after the first contact, though a rack's contacts share its time
+    after = events[events.index(first) + 1 :]
+    met = (
+        _break_clause(after, cue)
+        if is_break
+        else _item20(after, cue, target, frozen, target in declared)
+    )
+    if met:
+        out.satisfied += [clause for clause, _ in met]
+        if not out.fouls:
+            out.evidence_s += [first["t_s"], met[0][1]]
     else:
-        out.satisfied += _item20(after, cue, target, frozen, target in declared)
-        if not out.satisfied:
-            out.fouls.append("20")
+        out.foul("12.1" if is_break else "20", first["t_s"])
     return out
+
+
+def _angle_deg(ux: float, uy: float, vx: float, vy: float) -> float:
+    """Angle between two unit vectors."""
+    return math.degrees(math.acos(max(-1.0, min(1.0, ux * vx + uy * vy))))
 
 
 def _stroke(
@@ -103,44 +114,42 @@ def _stroke(
     assert cue_xy is not None and obj_xy is not None
     dist = math.dist(cue_xy, obj_xy)
     if dist - table.ball_mm >= NEAR_GAP_MM:
-        out.fouls.append("19.1")
+        out.foul("19.1", tip["t_s"], first["t_s"])
         return
     ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
-    if stroke_deg is not None:
-        off = math.degrees(
-            math.acos(
-                max(
-                    -1.0,
-                    min(
-                        1.0,
-                        math.cos(math.radians(stroke_deg)) * ux
-                        + math.sin(math.radians(stroke_deg)) * uy,
-                    ),
-                )
-            )
-        )
-        if off >= 45.0:
-            return
+    stroke = math.radians(stroke_deg) if stroke_deg is not None else None
+    if stroke is not None and _angle_deg(math.cos(stroke), math.sin(stroke), ux, uy) >= 45.0:
+        return
     path = paths.get(str(cue), [])
     reach = max(((x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for _, x, y in path), default=0.0)
     if reach <= dist + PATH_TOL_MM:
         return
-    out.fouls.append("19.2")
+    out.foul("19.2", tip["t_s"], first["t_s"])
 
 
-def _break_clause(after: list[dict], cue: int, table: Table) -> str | None:
-    """12.1: a pot; else three object balls at cushions; else two and a centre-line crossing."""
-    if any(e["type"] == "pocket" for e in after):
-        return "12.1(1)"
-    cushioned = {e["ball"] for e in after if e["type"] == "cushion" and e["ball"] != cue}
-    if len(cushioned) >= 3:
-        return "12.1(2)"
-    crossed = any(
-        e["type"] == "line_cross" and e["line"] == "centre" and e["ball"] != cue for e in after
-    )
-    if len(cushioned) == 2 and crossed:
-        return "12.1(3)"
-    return None
+def _break_clause(after: list[dict], cue: int) -> list[tuple[str, float]]:
+    """12.1: a pot; else three object balls at cushions; else two and a centre-line crossing.
+
+    Returns the clause met (at most one) and the time it was completed.
+    """
+    pot = next((e["t_s"] for e in after if e["type"] == "pocket"), None)
+    if pot is not None:
+        return [("12.1(1)", pot)]
+    cushioned: dict[int, float] = {}
+    for e in after:
+        if e["type"] == "cushion" and e["ball"] != cue:
+            cushioned.setdefault(e["ball"], e["t_s"])
+    times = sorted(cushioned.values())
+    if len(times) >= 3:
+        return [("12.1(2)", times[2])]
+    crossed = [
+        e["t_s"]
+        for e in after
+        if e["type"] == "line_cross" and e["line"] == "centre" and e["ball"] != cue
+    ]
+    if len(times) == 2 and crossed:
+        return [("12.1(3)", max(times[1], crossed[0]))]
+    return []
 
 
 @dataclass
@@ -153,7 +162,7 @@ class _Ball:
 
 def _item20(
     after: list[dict], cue: int, target: int, frozen: dict[int, set[int]], declared: bool
-) -> list[str]:
+) -> list[tuple[str, float]]:
     """Item 20 (1)-(4) in the order note 1 demands, and note 2; the clauses met, in time order.
 
     Note 2: the first object ball rests against a cushion (or was declared
@@ -166,7 +175,7 @@ def _item20(
     rest_of_target = frozen.get(target, set())
     moved = {cue, target}  # a ball that has moved no longer rests against its cushion
     state: dict[int, _Ball] = {}
-    found: list[str] = []
+    found: list[tuple[str, float]] = []
 
     def ball(b: int) -> _Ball:
         return state.setdefault(b, _Ball())
@@ -177,21 +186,21 @@ def _item20(
     for ev in after:
         kind = ev["type"]
         if kind == "pocket":
-            found.append("20(1)")
+            found.append(("20(1)", ev["t_s"]))
         elif kind == "cushion":
             x, c = ev["ball"], ev["cushion"]
             bx = ball(x)
             if any(c0 != c for c0 in bx.cushions):
-                found.append("20(2)(a)")
+                found.append(("20(2)(a)", ev["t_s"]))
             if bx.crossed:
-                found.append("20(3)(a)")
+                found.append(("20(3)(a)", ev["t_s"]))
             for driver, d_cush, d_crossed in bx.driven:
                 if any(c0 != c for c0 in d_cush):
-                    found.append(chain(driver, x, "20(2)(b)"))
+                    found.append((chain(driver, x, "20(2)(b)"), ev["t_s"]))
                 if d_crossed:
-                    found.append(chain(driver, x, "20(3)(b)"))
+                    found.append((chain(driver, x, "20(3)(b)"), ev["t_s"]))
             if note2 and declared and x == cue and c not in rest_of_target:
-                found.append("20 note 2")
+                found.append(("20 note 2", ev["t_s"]))
             bx.cushions.append(c)
         elif kind == "ball_contact":
             a, b = ev["balls"]
@@ -199,21 +208,21 @@ def _item20(
                 bx = ball(x)
                 resting = frozen.get(y, set()) if y not in moved else set()  # still against it
                 if any(c0 != c for c in resting for c0 in bx.cushions):
-                    found.append("20(2)(c)")
+                    found.append(("20(2)(c)", ev["t_s"]))
                 if bx.crossed and resting:
-                    found.append("20(3)(c)")
+                    found.append(("20(3)(c)", ev["t_s"]))
                 ball(y).driven.append((x, tuple(bx.cushions), bx.crossed))
             moved.update((a, b))
         elif kind == "line_cross" and ev["line"] == "centre":
             x = ev["ball"]
             bx = ball(x)
             if bx.cushions:
-                found.append("20(4)(a)")
+                found.append(("20(4)(a)", ev["t_s"]))
             for driver, d_cush, _ in bx.driven:
                 if d_cush:
-                    found.append(chain(driver, x, "20(4)(b)"))
+                    found.append((chain(driver, x, "20(4)(b)"), ev["t_s"]))
             if note2 and declared and x == cue:
-                found.append("20 note 2")
+                found.append(("20 note 2", ev["t_s"]))
             bx.crossed = True
     return found
 
@@ -234,27 +243,18 @@ def judge_truth(
     by_shot: dict[int, list[dict[str, Any]]] = {}
     declared: dict[int, set[int]] = {}
     pending: set[int] = set()
-    out: list[dict[str, Any]] = []
+    touched: list[float] = []  # balls moved between shots (item 17)
     for ev in truth_events:
         if ev["type"] == "keypad" and ev["key"] == "declare_frozen":
             pending.add(ev["arg"])
         if ev["shot"] is None:
             if ev["type"] == "ball_moved":
-                out.append(
-                    {
-                        "kind": "verdict",
-                        "shot": None,
-                        "player": _player_at(strokes, ev["t_s"]),
-                        "t_s": ev["t_s"],
-                        "break": False,
-                        "verdict": "foul",
-                        "rules": ["17"],
-                    }
-                )
+                touched.append(ev["t_s"])
             continue
         if ev["type"] == "shot_start":
             declared[ev["shot"]], pending = _declared(pending, ev), set()
         by_shot.setdefault(ev["shot"], []).append(ev)
+    out: list[dict[str, Any]] = []
     for k, rec in enumerate(strokes):
         if only_last and k < len(strokes) - 1:
             continue
@@ -274,12 +274,38 @@ def judge_truth(
             "break": rec["break"],
             "verdict": j.verdict,
             "rules": sorted(set(j.fouls)),
+            "evidence_s": sorted(set(j.evidence_s)),
         }
         if not j.fouls:
             verdict["satisfied"] = j.satisfied[0]
         out.append(verdict)
+    for t in touched:
+        out.append(
+            {
+                "kind": "verdict",
+                "shot": None,
+                "player": _to_play(out, by_shot, t),
+                "t_s": t,
+                "break": False,
+                "verdict": "foul",
+                "rules": ["17"],
+                "evidence_s": [t],
+            }
+        )
     out.sort(key=lambda v: v["t_s"])
     return out
+
+
+def _to_play(
+    verdicts: list[dict[str, Any]], by_shot: dict[int, list[dict[str, Any]]], t_s: float
+) -> int:
+    """Whose turn it is at t_s: a legal pot keeps the table, anything else passes it."""
+    done = [v for v in verdicts if v["shot"] is not None and v["t_s"] <= t_s]
+    if not done:
+        return 1
+    last = done[-1]
+    potted = any(e["type"] == "pocket" for e in by_shot[last["shot"]])
+    return last["player"] if last["verdict"] == "legal" and potted else 3 - last["player"]
 
 
 def _declared(pending: set[int], start: dict[str, Any]) -> set[int]:
@@ -292,8 +318,3 @@ def _declared(pending: set[int], start: dict[str, Any]) -> set[int]:
         if others:
             out.add(min(others, key=lambda b: math.dist(balls[b], cue_xy)))
     return out
-
-
-def _player_at(strokes: list[dict[str, Any]], t_s: float) -> int:
-    done = [r for r in strokes if r["t_start_s"] <= t_s]
-    return done[-1]["player"] if done else 1
