@@ -8,8 +8,21 @@ protocol catalogue, and the lamp mapping the daemon uses.
 from __future__ import annotations
 
 import pytest
-from rules_cases.cases import AT_60, _near_stroke, after_break
-from rules_cases.events import FULL, MIDDLE, MINIMUM, Match, seen_by, verdicts
+from rules_cases.cases import (
+    AT_60,
+    after_break,
+    break_pot,
+    break_three_cushions,
+    double_hit,
+    near_stroke,
+    no_contact,
+    pot_after_contact,
+    push,
+    stroke_before_stop,
+    touched_in_shot,
+    two_cushions,
+)
+from rules_cases.events import FULL, MIDDLE, MINIMUM, seen_by, verdicts
 
 from protocol.catalogue import INDICATOR_STATES, NODE_NAMES
 from rules.config import SENSOR_NODES
@@ -23,80 +36,70 @@ REF_12 = ("referee", ["12.1", "19.1"])
 SHOTS = [
     (
         "double hit (18): every set",
-        lambda: after_break().shot().tip().hit(0, 7).pot(7, 1).end(),
+        double_hit,
         FOUL_18,
         FOUL_18,
         FOUL_18,
     ),
     (
         "push (19.1): needs a ball-contact time",
-        lambda: after_break().shot(duration_us=30_000).hit(0, 7, dt=20_000).pot(7, 1).end(),
+        push,
         ("foul", ["19.1"]),
         ("foul", ["19.1"]),
         REF_20,
     ),
     (
         "19.2 exception: needs the tracker",
-        _near_stroke(AT_60),
+        near_stroke(AT_60),
         ("legal", []),
         ("referee", ["19.2"]),
         REF_20,
     ),
     (
         "20(1) pot after the first contact: needs its time",
-        lambda: after_break().shot().hit(0, 7).pot(7, 1).end(),
+        pot_after_contact,
         ("legal", []),
         ("legal", []),
         REF_20,
     ),
     (
         "20(2)(a): needs which ball hit which cushion",
-        lambda: after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end(),
+        two_cushions,
         ("legal", []),
         ("referee", ["20"]),
         REF_20,
     ),
     (
         "no contact: decided once contacts are heard",
-        lambda: after_break().shot().cushion(0, 1).cushion(0, 3).end(),
+        no_contact,
         ("foul", ["20"]),
         ("foul", ["20"]),
         REF_20,
     ),
     (
         "12.1(1) break pot",
-        lambda: Match().shot().hit(0, 1).pot(4, 2).end(),
+        break_pot,
         ("legal", []),
         ("legal", []),
         REF_12,
     ),
     (
         "12.1(2) break cushions",
-        lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cushion(4, 4).end(),
+        break_three_cushions,
         ("legal", []),
         ("referee", ["12.1"]),
         REF_12,
     ),
     (
         "14.2: every set",
-        lambda: (
-            after_break()
-            .shot()
-            .hit(0, 7)
-            .pot(7, 1)
-            .end(interrupted=True)
-            .shot(dt=0)
-            .hit(0, 5)
-            .pot(5, 0)
-            .end()
-        ),
+        stroke_before_stop,
         ("foul", ["14.2"]),
         ("foul", ["14.2"]),
         ("foul", ["14.2"]),
     ),
     (
         "17: only the tracker sees a touch",
-        lambda: after_break().shot().hit(0, 7).moved(9).pot(7, 1).end(),
+        touched_in_shot,
         ("foul", ["17"]),
         ("legal", []),
         REF_20,
@@ -115,12 +118,12 @@ def test_sensor_sets_decide_what_rules_md_says(name, build, full, middle, minimu
 
 
 def test_a_certain_foul_lists_what_stays_open() -> None:
-    events = seen_by(after_break().shot().tip().hit(0, 7).pot(7, 1).end().events, MINIMUM)
+    events = seen_by(double_hit().events, MINIMUM)
     assert verdicts(events)[-1]["open"] == ["19.1", "20"]
 
 
 def test_no_boot_means_the_full_set() -> None:
-    events = after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end().events[1:]
+    events = two_cushions().events[1:]
     assert verdicts(events)[-1]["satisfied"] == "20(2)(a)"
 
 

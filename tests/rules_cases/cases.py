@@ -39,6 +39,46 @@ def after_break() -> Match:
     return Match().broken()
 
 
+# Shots the clause tables and the sensor-set replay share.
+
+
+def pot_after_contact() -> Match:
+    return after_break().shot().hit(0, 7).pot(7, 1).end()
+
+
+def double_hit() -> Match:
+    return after_break().shot().tip().hit(0, 7).pot(7, 1).end()
+
+
+def push() -> Match:
+    return after_break().shot(duration_us=30_000).hit(0, 7, dt=20_000).pot(7, 1).end()
+
+
+def two_cushions() -> Match:
+    return after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end()
+
+
+def no_contact() -> Match:
+    return after_break().shot().cushion(0, 1).cushion(0, 3).end()
+
+
+def stroke_before_stop() -> Match:
+    m = after_break().shot().hit(0, 7).pot(7, 1).end(interrupted=True)
+    return m.shot(dt=0).hit(0, 5).pot(5, 0).end()
+
+
+def touched_in_shot() -> Match:
+    return after_break().shot().hit(0, 7).moved(9).pot(7, 1).end()
+
+
+def break_pot() -> Match:
+    return Match().shot().hit(0, 1).pot(4, 2).end()
+
+
+def break_three_cushions() -> Match:
+    return Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cushion(4, 4).end()
+
+
 # ------------------------------------------------------------------ item 20
 
 ITEM_20 = [
@@ -54,7 +94,7 @@ ITEM_20 = [
     ),
     legal(
         "20(2)(a) another cushion",
-        lambda: after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 3).end(),
+        two_cushions,
         "20(2)(a)",
     ),
     foul(
@@ -266,7 +306,7 @@ ITEM_20 += [
 BREAK = [
     legal(
         "12.1(1) a pot after the contact",
-        lambda: Match().shot().hit(0, 1).pot(4, 2).end(),
+        break_pot,
         "12.1(1)",
     ),
     foul(
@@ -281,7 +321,7 @@ BREAK = [
     ),
     legal(
         "12.1(2) three object balls at cushions",
-        lambda: Match().shot().hit(0, 1).cushion(2, 3).cushion(3, 2).cushion(4, 4).end(),
+        break_three_cushions,
         "12.1(2)",
     ),
     foul(
@@ -317,7 +357,7 @@ COMBINED = RulesConfig(discipline="combined")
 NEAR = {0: (1500.0, W / 2), 7: (1500.0 + D + 5, W / 2), 5: (800.0, 300.0)}
 
 
-def _near_stroke(path: list[tuple[float, float]]) -> Build:
+def near_stroke(path: list[tuple[float, float]]) -> Build:
     """The cue ball 5 mm from ball 7, a prolonged tip contact reaching it, then ball 7 pocketed."""
 
     def build() -> Match:
@@ -333,10 +373,10 @@ AT_60 = [(1500.0, W / 2), (1600.0, W / 2 + 173.2), (1700.0, W / 2 + 346.4)]
 DRAW_BACK = [(1500.0, W / 2), (1520.0, W / 2), (1300.0, W / 2)]
 
 STROKE = [
-    legal("18: one tip contact", lambda: after_break().shot().hit(0, 7).pot(7, 1).end(), "20(1)"),
+    legal("18: one tip contact", pot_after_contact, "20(1)"),
     foul(
         "18 twin: the tip touched twice",
-        lambda: after_break().shot().tip().hit(0, 7).pot(7, 1).end(),
+        double_hit,
         "18",
     ),
     legal(
@@ -346,31 +386,21 @@ STROKE = [
     ),
     foul(
         "19.1 twin: the tip still on at the contact (push)",
-        lambda: after_break().shot(duration_us=30_000).hit(0, 7, dt=20_000).pot(7, 1).end(),
+        push,
         "19.1",
     ),
-    legal("19.2(1): played 60° off the line of centres", _near_stroke(AT_60), "20(1)"),
+    legal("19.2(1): played 60° off the line of centres", near_stroke(AT_60), "20(1)"),
     foul(
         "19.2(1) twin: played along the line of centres and followed",
-        _near_stroke(STRAIGHT_FOLLOW),
+        near_stroke(STRAIGHT_FOLLOW),
         "19.2",
     ),
     legal(
-        "19.2(2): straight, but the cue ball did not go forward", _near_stroke(DRAW_BACK), "20(1)"
+        "19.2(2): straight, but the cue ball did not go forward", near_stroke(DRAW_BACK), "20(1)"
     ),
     foul(
         "14.2: a stroke before every ball stopped",
-        lambda: (
-            after_break()
-            .shot()
-            .hit(0, 7)
-            .pot(7, 1)
-            .end(interrupted=True)
-            .shot(dt=0)
-            .hit(0, 5)
-            .pot(5, 0)
-            .end()
-        ),
+        stroke_before_stop,
         "14.2",
     ),
     legal(
@@ -402,7 +432,7 @@ STROKE = [
     ),
     foul(
         "17: a ball touched during the shot",
-        lambda: after_break().shot().hit(0, 7).moved(9).pot(7, 1).end(),
+        touched_in_shot,
         "17",
     ),
     foul(
