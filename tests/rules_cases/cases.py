@@ -371,6 +371,7 @@ def near_stroke(path: list[tuple[float, float]]) -> Build:
 STRAIGHT_FOLLOW = [(1500.0, W / 2), (1750.0, W / 2)]
 AT_60 = [(1500.0, W / 2), (1600.0, W / 2 + 173.2), (1700.0, W / 2 + 346.4)]
 DRAW_BACK = [(1500.0, W / 2), (1520.0, W / 2), (1300.0, W / 2)]
+STUN_ON = [(1500.0, W / 2), (1520.0, W / 2), (1600.0, W / 2)]
 
 STROKE = [
     legal("18: one tip contact", pot_after_contact, "20(1)"),
@@ -397,6 +398,17 @@ STROKE = [
     ),
     legal(
         "19.2(2): straight, but the cue ball did not go forward", near_stroke(DRAW_BACK), "20(1)"
+    ),
+    foul(
+        "19.2(2) twin: straight, stopped, then rolled on past the ball's place",
+        near_stroke(STUN_ON),
+        "19.2",
+    ),
+    legal("14.1: the pot came before every ball stopped", pot_after_contact, "20(1)"),
+    foul(
+        "14.1 twin: a pot reported after the shot ended belongs to no shot",
+        lambda: after_break().shot().hit(0, 7).end().pot(7, 1),
+        "20",
     ),
     foul(
         "14.2: a stroke before every ball stopped",
