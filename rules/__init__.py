@@ -8,7 +8,7 @@ same contract.  See docs/rules.md for every reading of the rules' text.
 from .config import DISCIPLINES, MIDDLE_NODES, MINIMUM_NODES, SENSOR_NODES, RulesConfig, SensorSet
 from .indicator import Indicator, indicator_for, rule_item
 from .rack import RackCheck, check_rack, rack_positions, rack_slots
-from .referee import MatchState, Referee
+from .referee import MatchState, Referee, missing_keys
 
 __all__ = [
     "DISCIPLINES",
@@ -23,6 +23,7 @@ __all__ = [
     "SensorSet",
     "check_rack",
     "indicator_for",
+    "missing_keys",
     "rack_positions",
     "rack_slots",
     "rule_item",
