@@ -21,7 +21,7 @@ SENSOR_SETS = ("minimum", "middle", "full")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    out = parser.add_mutually_exclusive_group(required=True)
+    out = parser.add_mutually_exclusive_group()
     out.add_argument("--pty", action="store_true", help="play on a pseudo-terminal, print its path")
     out.add_argument("--capture", metavar="OUT.bin", help="write the wire bytes to this file")
     match = parser.add_argument_group("match")
@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write("".join(f"{name}\n" for name in sorted(scenarios.SCENARIOS)))
         return 0
+    if not (args.pty or args.capture):
+        raise UsageError("one of --pty or --capture is needed (or --scenario list)")
     if args.speed <= 0:
         raise UsageError(f"--speed {args.speed}: must be positive")
     if args.pty and (args.truth or args.frame_truth):
