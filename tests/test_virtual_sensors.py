@@ -621,3 +621,9 @@ def test_simulate_command_writes_capture_and_truth(tmp_path):
 def test_simulate_command_rejects_unusable_arguments(tmp_path, bad, capsys):
     assert main(["simulate", "--capture", str(tmp_path / "c.bin"), *bad]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "status"), [(["--scenario", "list"], 0), (["--seed", "3"], 2)])
+def test_simulate_needs_an_output_except_to_list_scenarios(argv, status, capsys):
+    assert main(["simulate", *argv]) == status
+    assert ("break_12_1_1" in capsys.readouterr().out.split()) == (status == 0)
