@@ -375,22 +375,38 @@ class _Scan:
         self.seen: list[str] = []
 
     def note(self, ev: Event) -> None:
-        if ev["type"] == "cushion":
-            self.seen.append(f"{ball_name(ev['ball'])} hit cushion {ev['cushion']}")
-        elif ev["type"] == "ball_contact":
-            a, b = ev["balls"]
-            self.seen.append(f"{ball_name(a)} hit {ball_name(b)}")
-        elif _is_centre(ev):
-            self.seen.append(f"{ball_name(ev['ball'])} crossed the centre line")
+        said = _describe(ev)
+        if said:
+            self.seen.append(said)
 
     def best(self) -> Finding | None:
         """A clause that holds once every event is read (item 20 stops at the first)."""
         return None
 
     def history(self) -> str:
+        """What happened, as a referee recounts it: what came before the first contact
+        does not count (note 1), so it is told apart."""
         a, b = self.contact["balls"]
         head = f"after {ball_name(a)} hit {ball_name(b)}"
-        return f"{head}, {', '.join(self.seen)}" if self.seen else f"{head} nothing followed"
+        told = f"{head}, {', '.join(self.seen)}" if self.seen else f"{head} nothing followed"
+        before = []
+        for ev in self.shot.events:
+            if ev is self.contact:
+                break
+            before.append(_describe(ev))
+        early = ", ".join(filter(None, before))
+        return f"before the first contact {early}; {told}" if early else told
+
+
+def _describe(ev: Event) -> str | None:
+    if ev["type"] == "cushion":
+        return f"{ball_name(ev['ball'])} hit cushion {ev['cushion']}"
+    if ev["type"] == "ball_contact":
+        a, b = ev["balls"]
+        return f"{ball_name(a)} hit {ball_name(b)}"
+    if _is_centre(ev):
+        return f"{ball_name(ev['ball'])} crossed the centre line"
+    return None
 
 
 def _is_centre(ev: Event) -> bool:
@@ -485,7 +501,7 @@ class _Item20Scan(_Scan):
     def _cushion(self, x: int, c: int, t: int) -> Finding | None:
         """Note 2 first: the cue ball sent on by the ball it hit is that clause, not (2)(b)."""
         if x == self.cue and self.note2 is not None and c not in self.note2[1]:
-            found = self._note2(f"cushion {c}", t)
+            found = self._note2(f"to cushion {c}", t)
             if found is not None:
                 return found
         return self._cushion_clause(x, c, t)
@@ -525,7 +541,7 @@ class _Item20Scan(_Scan):
 
     def _cross(self, x: int, t: int) -> Finding | None:
         if x == self.cue and self.note2 is not None:
-            found = self._note2("the centre line", t)
+            found = self._note2("across the centre line", t)
             if found is not None:
                 return found
         found = None
@@ -583,7 +599,7 @@ class _Item20Scan(_Scan):
         target, rest = self.note2  # type: ignore[misc]
         head = (
             f"{ball_name(self.cue)} hit {ball_name(target)} resting against cushion {min(rest)} "
-            f"and came back to {where}"
+            f"and was sent back {where}"
         )
         if self.second_contact is not None:
             return Finding(
