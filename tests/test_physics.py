@@ -226,6 +226,41 @@ def test_a_full_rack_broken_at_12_mps_ends_at_rest_on_the_table_or_in_pockets() 
     assert len([e for e in sim.events if e.kind == EV_CUSHION]) >= 5
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    angle=st.floats(-180.0, 180.0),
+    speed=st.floats(0.5, 10.0),
+    top=st.floats(-1.0, 1.0),
+)
+def test_balls_never_overlap_nor_leave_the_table(
+    seed: int, angle: float, speed: float, top: float
+) -> None:
+    """Whatever the stroke: no ball sinks into another or through a cushion (only into a pocket)."""
+    rng = np.random.default_rng(seed)
+    tl = Timeline()
+    placed: list[np.ndarray] = []
+    while len(placed) < 7:
+        xy = rng.uniform((R, R), (L - R, W - R))
+        if all(np.linalg.norm(xy - q) >= D for q in placed):
+            placed.append(xy)
+    tl.place({b: (float(x), float(y)) for b, (x, y) in enumerate(placed)})
+    tl.rest()
+    tl.shot(Shot(0, angle, speed, top=top), pause_s=0.5)
+    truth = tl.truth()
+    t = np.linspace(0.0, truth.duration_s, 4000)
+    t = np.concatenate([t, [e["t_s"] for e in truth.events]])
+    xy, _, present = truth.sample(t)
+    gap = np.linalg.norm(xy[:, :, None] - xy[:, None], axis=3)
+    both = present[:, :, None] & present[:, None] & ~np.eye(16, dtype=bool)
+    assert (gap[both] >= D - 1e-3).all()
+    pockets = np.array([T.pocket_xy(k) for k in range(6)])
+    near_pocket = (np.linalg.norm(xy[:, :, None] - pockets, axis=3) < 90.0).any(axis=2)
+    inside = (xy[..., 0] >= R - 1e-6) & (xy[..., 0] <= L - R + 1e-6)
+    inside &= (xy[..., 1] >= R - 1e-6) & (xy[..., 1] <= W - R + 1e-6)
+    assert (inside | near_pocket | ~present).all()
+
+
 def test_a_ball_spinning_in_place_is_moving_until_the_spin_dies() -> None:
     """Item 14.1: the shot ends only when the spin about the vertical has stopped too."""
     tl = Timeline()
