@@ -13,8 +13,16 @@ EVENTS.md does not define; they are stripped from the truth file:
 
 * ``_ball_start`` / ``_ball_stop`` ``{"ball"}`` -- a ball begins or ends motion
   (spinning in place counts as moving, item 14.1);
-* ``_line_touch`` ``{"ball", "line", "side"}`` -- a centre reached a line and
-  went back (the curtain reports direction 2).
+* ``_line_touch`` ``{"ball", "line", "side"}`` -- a ball's body entered a
+  line's curtain (centre within a radius of it) and left on ``side``, the
+  side it came from, without its centre crossing (the curtain reports
+  direction 2); stamped when it leaves.
+
+``shot_end.paths`` vertices are ``[t_s, x_mm, y_mm]``, true seconds like
+every ``t_s``: map them to hub microseconds as the events are.  Verdicts
+carry ``evidence_s`` (true seconds) for EVENTS.md's ``evidence``.  The
+physics' ``boot`` event has only ``table``; the sensor model knows the
+``boot_id`` and the ``nodes``.
 
 Every ``cushion``, ``pocket`` and ``ball_contact`` event also carries
 ``speed_mps`` (normal impact speed for a cushion, relative speed for a
