@@ -103,7 +103,7 @@ def random_match(
             tl.wait(rng.uniform(5.0, 10.0))
             tl.keypad("new_frame")
             breaker = 3 - breaker
-    return tl.truth(verdicts="judged")
+    return tl.truth()
 
 
 def _next_player(tl: Timeline, player: int) -> int:

@@ -161,7 +161,7 @@ class Timeline:
         self.sim = Table2D(self.table, self.config)
         self.marks: list[dict[str, Any]] = [self._table_event()]
         self.shots: list[_ShotRecord] = []
-        self.verdicts: list[dict[str, Any]] = []
+        self.notices: list[dict[str, Any]] = []
         self.nudges: list[tuple[float, int]] = []
 
     @property
@@ -236,32 +236,9 @@ class Timeline:
         self.nudges.append((self.t, ball))
         self.sim.apply(Impulse(self.t, ball, tuple(u), tuple(u), 0.0, cue=False))
 
-    def verdict(
-        self,
-        shot: int | None,
-        verdict: str,
-        rules: list[str] | None = None,
-        satisfied: str | None = None,
-        *,
-        player: int | None = None,
-    ) -> None:
-        """The intended verdict of a shot (EVENTS.md verdict shape, ``t_s`` in place of ``t_us``)."""
-        rec = self.shots[shot - 1] if shot is not None else None
-        out: dict[str, Any] = {
-            "kind": "verdict",
-            "shot": shot,
-            "player": player if player is not None else (rec.player if rec else 1),
-            "t_s": (rec.t_end if rec else self.t),
-            "break": rec.is_break if rec else False,
-            "verdict": verdict,
-            "rules": list(rules or []),
-        }
-        if satisfied is not None:
-            out["satisfied"] = satisfied
-        self.verdicts.append(out)
-
     def notice(self, rules: list[str], reason: str) -> None:
-        self.verdicts.append({"kind": "notice", "t_s": self.t, "rules": rules, "reason": reason})
+        """A notice the referee should give now (EVENTS.md), e.g. 11.3's warning."""
+        self.notices.append({"kind": "notice", "t_s": self.t, "rules": rules, "reason": reason})
 
     # ------------------------------------------------------------ the truth
     def sampler(self) -> Sampler:
@@ -283,24 +260,21 @@ class Timeline:
                 frozen[str(b)] = touching
         return {"balls": balls, "frozen": frozen}
 
-    def truth(self, *, tail_s: float = 2.0, verdicts: str = "declared") -> MatchTruth:
+    def truth(self, *, tail_s: float = 2.0) -> MatchTruth:
         """Everything that happened so far, as the sensor model's input.
 
-        ``verdicts``: ``"declared"`` the ones given with :meth:`verdict` (a
-        scenario's intent), ``"judged"`` those :func:`judge_truth` reads off
-        the truth (random matches).
+        The verdicts are the ones :func:`judge_truth` reads off the truth
+        (the intended ones), with the notices the timeline was given.
         """
         self.settle()
         sampler = self.sampler()
         events = self._derive(sampler)
         duration = max(self.t, max((e["t_s"] for e in events), default=0.0)) + tail_s
         strokes = [r.as_dict() for r in self.shots]
-        chosen = list(self.verdicts)
-        if verdicts == "judged":
-            chosen = sorted(
-                chosen + judge_truth(events, strokes, self.table), key=lambda v: v["t_s"]
-            )
-        return MatchTruth(self.table, duration, events, sampler, chosen, self.name, strokes)
+        verdicts = sorted(
+            self.notices + judge_truth(events, strokes, self.table), key=lambda v: v["t_s"]
+        )
+        return MatchTruth(self.table, duration, events, sampler, verdicts, self.name, strokes)
 
     def _derive(self, sampler: Sampler, t_lo: float = -math.inf) -> list[dict[str, Any]]:
         """EVENTS.md dicts of everything from t_lo on (sampler windowed to match)."""

@@ -101,7 +101,7 @@ class Design:
                 self.play(tl, params)
             except RuntimeError:  # a numerical runaway: not this candidate
                 continue
-            truth = tl.truth(verdicts="judged")
+            truth = tl.truth()
             if verdicts_match(truth.verdicts, self.intended) and self.check(truth):
                 return truth
         raise RuntimeError(
