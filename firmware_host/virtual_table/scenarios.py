@@ -11,8 +11,7 @@ works; the search guards against a physics change silently breaking the
 scenario (it raises instead).
 
 Every builder returns a :class:`MatchTruth` whose ``verdicts`` are the
-intended ones.  ``SCENARIOS`` maps name -> builder; ``INTENDED`` maps
-name -> the intended verdicts as (shot, verdict, rules, satisfied).
+intended ones.  ``SCENARIOS`` maps name -> builder (no arguments).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,7 +80,6 @@ class Design:
     check: Callable[[MatchTruth], bool] = lambda truth: True
     racked: int = 0  # rack this many white balls first (a break)
     setup: Callable[[Timeline], None] | None = None
-    notes: list[str] = field(default_factory=list)
 
     def timeline(self) -> Timeline:
         tl = Timeline(name=self.name)
@@ -276,8 +274,9 @@ def push() -> MatchTruth:
 
 
 def _touching(
-    name: str, off_deg: float, top: float, intended: Intent, doc: str, follow_through: bool = True
+    name: str, off_deg: float, top: float, intended: Intent, follow_through: bool = True
 ) -> MatchTruth:
+    """Cue ball touching ball 1, which is lined up on corner pocket 0; stroked off_deg off the line."""
     layout, line = _pot_layout(0.0)
 
     def check(truth: MatchTruth) -> bool:
@@ -285,7 +284,7 @@ def _touching(
         off = abs((stroke - line + 180.0) % 360.0 - 180.0)
         return (off >= 45.0) == (abs(off_deg) >= 45.0)
 
-    design = Design(
+    return Design(
         name,
         layout,
         one_shot(),
@@ -298,21 +297,17 @@ def _touching(
         ),
         [intended],
         check,
-    )
-    design.notes.append(doc)
-    return design.build()
+    ).build()
 
 
 def push_45() -> MatchTruth:
     """19.2(1): cue ball touching the object ball, played 55° off the line of centres: not a push."""
-    return _touching("push_19_2_45deg", 55.0, 0.0, (1, "legal", (), "20(1)"), push_45.__doc__ or "")
+    return _touching("push_19_2_45deg", 55.0, 0.0, (1, "legal", (), "20(1)"))
 
 
 def push_45_fail() -> MatchTruth:
     """19.2(1) failing twin: played 15° off the line of centres and following through: a foul."""
-    return _touching(
-        "push_19_2_45deg_fail", 15.0, 1.0, (1, "foul", ("19.2",), None), push_45_fail.__doc__ or ""
-    )
+    return _touching("push_19_2_45deg_fail", 15.0, 1.0, (1, "foul", ("19.2",), None))
 
 
 def push_no_follow() -> MatchTruth:
@@ -322,7 +317,6 @@ def push_no_follow() -> MatchTruth:
         0.0,
         -1.0,
         (1, "legal", (), "20(1)"),
-        push_no_follow.__doc__ or "",
         follow_through=False,
     )
 
@@ -334,7 +328,6 @@ def push_no_follow_fail() -> MatchTruth:
         0.0,
         1.0,
         (1, "foul", ("19.2",), None),
-        push_no_follow_fail.__doc__ or "",
     )
 
 
