@@ -8,7 +8,6 @@ that a table without a tracker gets ``referee`` instead of a guess.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 DISCIPLINES = ("free", "combined")
@@ -60,10 +59,6 @@ class SensorSet:
 
     nodes: frozenset[str] = frozenset(SENSOR_NODES)
 
-    @classmethod
-    def of(cls, names: Iterable[str]) -> SensorSet:
-        return cls(frozenset(names))
-
     @property
     def tracker(self) -> bool:
         """Ball identities, positions, paths, frozen balls: 19.2, 17, 11.3, 8, item 20 by ball."""
@@ -73,9 +68,3 @@ class SensorSet:
     def contact_times(self) -> bool:
         """When the cue ball first met another ball: push (19.1), pots after the first contact."""
         return self.tracker or "acoustic" in self.nodes
-
-    @property
-    def name(self) -> str:
-        if self.tracker:
-            return "full"
-        return "middle" if self.contact_times else "minimum"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from rules_cases.events import TABLE, Match, W, judge, racked, verdicts
 
+from rules.referee import Referee
+
 HOUSE_X = TABLE.house_line_x
 
 
@@ -165,6 +167,10 @@ def test_13_players_break_in_turn() -> None:
     m = Match().broken().key("new_frame").broken().key("new_frame").broken()
     breaks = [(v["player"], v["break"]) for v in verdicts(m.events)]
     assert breaks == [(1, True), (2, True), (1, True)]
+    referee = Referee()
+    for ev in m.events:
+        referee.feed(ev)
+    assert referee.state.breakers == {1: 1, 2: 2, 3: 1}
 
 
 def test_turns_follow_pots_and_fouls() -> None:
