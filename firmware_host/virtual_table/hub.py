@@ -239,6 +239,141 @@ def _serialise(ready: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     return before + np.maximum.accumulate(ready - before)
 
 
+@dataclass
+class _Frames:
+    """Every candidate frame of every batch, flat: what the hub's steps work on."""
+
+    batches: list[Batch]
+    which: np.ndarray  # batch index
+    row: np.ndarray  # row in that batch's records
+    node: np.ndarray
+    peer: np.ndarray  # CLOCK_SYNC: the node sampled; else 0
+    stamp: np.ndarray
+    event: np.ndarray
+    ready: np.ndarray  # true time the hub has it queued
+    note: np.ndarray
+    boot: np.ndarray
+    seq: np.ndarray
+
+    @classmethod
+    def of(cls, batches: list[Batch], timeline: Timeline) -> _Frames:
+        batches = [b for b in batches if len(b)]
+        sync = BY_NAME["CLOCK_SYNC"].msg_type
+        stamp = np.concatenate([b.stamp_s for b in batches])
+        return cls(
+            batches,
+            which=np.concatenate([np.full(len(b), i) for i, b in enumerate(batches)]),
+            row=np.concatenate([np.arange(len(b)) for b in batches]),
+            node=np.concatenate([b.records["node"] for b in batches]).astype(np.int64),
+            peer=np.concatenate(
+                [
+                    b.records["peer"] if b.msg_type == sync else np.zeros(len(b), int)
+                    for b in batches
+                ]
+            ).astype(np.int64),
+            stamp=stamp,
+            event=np.concatenate([b.event_s for b in batches]),
+            ready=stamp + np.concatenate([b.latency_s for b in batches]),
+            note=np.concatenate([b.note for b in batches]),
+            boot=timeline.boot_index(stamp),
+            seq=np.zeros(len(stamp), np.int64),
+        )
+
+
+def _reaching_the_hub(
+    f: _Frames, timeline: Timeline, plan: FaultPlan, start_s: float, end_s: float
+) -> np.ndarray:
+    """Indices of the frames the hub gets.
+
+    Not: before boot or after the end, from (or a beacon to) a node offline,
+    from nodes still re-enumerating after a reboot, in flight across a reboot.
+    """
+    boot_s = np.array([b.boot_s for b in timeline.boots])
+    enumerating = (f.boot > 0) & (f.stamp < boot_s[f.boot] + REBOOT_QUIET_S)
+    keep = (f.stamp >= start_s) & (f.stamp < end_s)
+    keep &= ~(enumerating & ((f.node != 0) | (f.peer != 0)))
+    keep &= ~plan.offline_mask(f.node, f.stamp) & ~plan.offline_mask(f.peer, f.stamp)
+    keep &= timeline.boot_index(f.ready) == f.boot
+    return np.flatnonzero(keep)
+
+
+def _queue(f: _Frames, idx: np.ndarray, span_s: float) -> np.ndarray:
+    """Per node and boot a FIFO in stamp order: seq counts in it, nobody overtakes.
+
+    Returns ``idx`` in queue order; fills ``f.seq`` and delays ``f.ready``.
+    """
+    order = idx[np.lexsort((f.stamp[idx], f.node[idx], f.boot[idx]))]
+    group = f.boot[order] * 256 + f.node[order]
+    first = np.concatenate([[True], group[1:] != group[:-1]])
+    position = np.arange(len(order))
+    f.seq[order] = position - np.maximum.accumulate(np.where(first, position, 0))
+    f.ready[order] = np.maximum.accumulate(f.ready[order] + group * span_s) - group * span_s
+    return order
+
+
+def _stall(f: _Frames, order: np.ndarray, plan: FaultPlan) -> tuple[np.ndarray, np.ndarray]:
+    """A stalled link: the hub holds what it has (up to its buffer) and drops the rest.
+
+    Returns the frames sent and the true times frames were dropped (a seq
+    gap the host counts, and HEARTBEAT's ``tx_dropped``).
+    """
+    alive = np.zeros(len(f.node), bool)
+    alive[order] = True
+    dropped_at = [np.zeros(0)]
+    for stall_from, stall_to in plan.stalls:
+        held = order[(f.ready[order] >= stall_from) & (f.ready[order] < stall_to)]
+        held = held[np.argsort(f.ready[held], kind="stable")]
+        dropped_at.append(f.ready[held[HUB_BUFFER_FRAMES:]])
+        alive[held[HUB_BUFFER_FRAMES:]] = False
+        f.ready[held] = stall_to
+    return order[alive[order]], np.sort(np.concatenate(dropped_at))
+
+
+def _encode(
+    f: _Frames, sent: np.ndarray, node_us: np.ndarray, drop_t: np.ndarray, timeline: Timeline
+) -> tuple[list[bytes], list[np.void | None]]:
+    """Stamp, number and encode the frames sent (indexed like ``f``); keep hub records."""
+    frames: list[bytes] = [b""] * len(f.node)
+    hub_records: list[np.void | None] = [None] * len(f.node)
+    boot_s = np.array([b.boot_s for b in timeline.boots])
+    for i, batch in enumerate(f.batches):
+        mine = sent[f.which[sent] == i]
+        rec, rows = batch.records, f.row[mine]
+        rec["t_us"][rows] = node_us[mine] % WRAP
+        rec["seq"][rows] = f.seq[mine] & U16
+        if batch.msg_type == BY_NAME["HEARTBEAT"].msg_type:
+            since_boot = np.searchsorted(drop_t, f.stamp[mine]) - np.searchsorted(
+                drop_t, boot_s[f.boot[mine]]
+            )
+            rec["tx_dropped"][rows] = np.minimum(since_boot, U16)
+        for g, frame in zip(mine.tolist(), encode_records(rec[rows]), strict=True):
+            frames[g] = frame
+        for g in mine[f.node[mine] == 0].tolist():
+            hub_records[g] = rec[f.row[g]]
+    return frames, hub_records
+
+
+def _frame_truth(
+    f: _Frames, wire: np.ndarray, node_us: np.ndarray, wire_s: np.ndarray, timeline: Timeline
+) -> np.ndarray:
+    """FRAME_TRUTH rows of the frames in wire order (offsets are the caller's)."""
+    out = np.zeros(len(wire), FRAME_TRUTH)
+    boot = f.boot[wire]
+    out["boot"] = boot
+    out["node"] = f.node[wire]
+    out["msg_type"] = np.array([b.msg_type for b in f.batches])[f.which[wire]]
+    out["seq"] = f.seq[wire] & U16
+    out["node_us"] = node_us[wire]
+    out["t_us"] = node_us[wire] % WRAP
+    # the stamp is floor(ticks): its exact instant is that fraction of a µs earlier
+    exact = f.stamp[wire] - (timeline.ticks(f.node[wire], f.stamp[wire]) - node_us[wire]) * 1e-6
+    out["stamp_hub_us"] = _hub_us(timeline, boot, exact)
+    out["event_hub_us"] = _hub_us(timeline, boot, f.event[wire])
+    out["wire_hub_us"] = _hub_us(timeline, boot, wire_s)
+    out["note"] = f.note[wire]
+    return out
+
+
 def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
     """Everything the hub sends for ``truth``, in wire order, with per-frame truth."""
     rng = np.random.default_rng(cfg.seed)
@@ -252,102 +387,27 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
         _sync_batch(timeline, cfg, plan, rng, start_s, end_s),
         *_status_batches(cfg, plan, rng, start_s, end_s),
     ]
-    batches = [b for b in batches if len(b)]
-    which = np.concatenate([np.full(len(b), i) for i, b in enumerate(batches)])
-    row = np.concatenate([np.arange(len(b)) for b in batches])
-    node = np.concatenate([b.records["node"] for b in batches]).astype(np.int64)
-    stamp = np.concatenate([b.stamp_s for b in batches])
-    event = np.concatenate([b.event_s for b in batches])
-    ready = stamp + np.concatenate([b.latency_s for b in batches])
-    note = np.concatenate([b.note for b in batches])
-    sync = BY_NAME["CLOCK_SYNC"].msg_type  # a beacon needs its peer online and enumerated
-    peer = np.concatenate(
-        [b.records["peer"] if b.msg_type == sync else np.zeros(len(b), int) for b in batches]
-    ).astype(np.int64)
-    boot = timeline.boot_index(stamp)
+    f = _Frames.of(batches, timeline)
+    order = _queue(f, _reaching_the_hub(f, timeline, plan, start_s, end_s), end_s - start_s + 10.0)
+    sent, drop_t = _stall(f, order, plan)
+    node_us = np.zeros(len(f.node), np.int64)
+    node_us[sent] = np.floor(timeline.ticks(f.node[sent], f.stamp[sent])).astype(np.int64)
+    frames, hub_records = _encode(f, sent, node_us, drop_t, timeline)
 
-    # What never reaches the hub: before boot or after the end, a node offline (its beacons
-    # too), nodes still re-enumerating after a reboot, frames in flight across a reboot.
-    boot_s = np.array([b.boot_s for b in timeline.boots])
-    quiet = (boot > 0) & (node != 0) & (stamp < boot_s[boot] + REBOOT_QUIET_S)
-    sync_quiet = (boot > 0) & (peer != 0) & (stamp < boot_s[boot] + REBOOT_QUIET_S)
-    keep = (stamp >= start_s) & (stamp < end_s) & ~quiet & ~sync_quiet
-    keep &= ~plan.offline_mask(node, stamp) & ~plan.offline_mask(peer, stamp)
-    keep &= timeline.boot_index(ready) == boot
-    idx = np.flatnonzero(keep)
-
-    # Per node and boot: a FIFO in stamp order; seq counts in that order.
-    order = idx[np.lexsort((stamp[idx], node[idx], boot[idx]))]
-    group = boot[order] * 256 + node[order]
-    first = np.concatenate([[True], group[1:] != group[:-1]])
-    seq = np.zeros(len(node), np.int64)
-    seq[order] = np.arange(len(order)) - np.maximum.accumulate(
-        np.where(first, np.arange(len(order)), 0)
-    )
-    span = end_s - start_s + 10.0
-    ready[order] = np.maximum.accumulate(ready[order] + group * span) - group * span
-
-    # A stalled link: the hub holds what it has (up to its buffer) and drops the rest,
-    # leaving a seq gap the host counts and a tx_dropped count in HEARTBEAT.
-    alive = np.zeros(len(node), bool)
-    alive[order] = True
-    dropped_at = []
-    for stall_from, stall_to in plan.stalls:
-        held = order[(ready[order] >= stall_from) & (ready[order] < stall_to)]
-        held = held[np.argsort(ready[held], kind="stable")]
-        dropped_at.append(ready[held[HUB_BUFFER_FRAMES:]])
-        alive[held[HUB_BUFFER_FRAMES:]] = False
-        ready[held] = stall_to
-    sent = order[alive[order]]
-    drop_t = np.sort(np.concatenate(dropped_at)) if dropped_at else np.zeros(0)
-
-    node_us = np.zeros(len(node), np.int64)
-    node_us[sent] = np.floor(timeline.ticks(node[sent], stamp[sent])).astype(np.int64)
-    frames: list[bytes | None] = [None] * len(node)
-    hub_records: list[np.void | None] = [None] * len(node)
-    for i, batch in enumerate(batches):
-        mine = sent[which[sent] == i]
-        rec = batch.records
-        rec["t_us"][row[mine]] = node_us[mine] % WRAP
-        rec["seq"][row[mine]] = seq[mine] & U16
-        if batch.msg_type == BY_NAME["HEARTBEAT"].msg_type:
-            before = np.searchsorted(drop_t, stamp[mine]) - np.searchsorted(
-                drop_t, boot_s[boot[mine]]
-            )
-            rec["tx_dropped"][row[mine]] = np.minimum(before, U16)
-        for g, frame in zip(mine.tolist(), encode_records(rec[row[mine]]), strict=True):
-            frames[g] = frame
-        for g in mine[node[mine] == 0].tolist():
-            hub_records[g] = rec[row[g]]
-
-    wire = sent[np.lexsort((stamp[sent], ready[sent]))]
+    wire = sent[np.lexsort((f.stamp[sent], f.ready[sent]))]
     wire_frames = [frames[g] for g in wire]
-    nbytes = np.array([len(f) for f in wire_frames], float)
-    wire_s = _serialise(ready[wire], nbytes)
+    wire_s = _serialise(f.ready[wire], np.array([len(b) for b in wire_frames], float))
     chunks, chunk_frame, damaged = damage(wire_frames, wire_s, plan, rng)
 
-    truth_rows = np.zeros(len(wire), FRAME_TRUTH)
-    truth_rows["boot"] = boot[wire]
-    truth_rows["node"] = node[wire]
-    truth_rows["msg_type"] = np.concatenate([b.records["msg_type"] for b in batches])[wire]
-    truth_rows["seq"] = seq[wire] & U16
-    truth_rows["node_us"] = node_us[wire]
-    truth_rows["t_us"] = node_us[wire] % WRAP
-    exact = stamp[wire] - (timeline.ticks(node[wire], stamp[wire]) - node_us[wire]) * 1e-6
-    truth_rows["stamp_hub_us"] = _hub_us(timeline, boot[wire], exact)
-    truth_rows["event_hub_us"] = _hub_us(timeline, boot[wire], event[wire])
-    truth_rows["wire_hub_us"] = _hub_us(timeline, boot[wire], wire_s)
-    truth_rows["note"] = note[wire]
+    truth_rows = _frame_truth(f, wire, node_us, wire_s, timeline)
     truth_rows["note"][damaged] = DAMAGED
     lengths = np.array([len(c) for c in chunks], np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     is_frame = chunk_frame >= 0
-    truth_rows["offset"][chunk_frame[is_frame]] = offsets[is_frame]
+    truth_rows["offset"][chunk_frame[is_frame]] = (np.cumsum(lengths) - lengths)[is_frame]
     truth_rows["length"][chunk_frame[is_frame]] = lengths[is_frame]
+    # garbage leaves right after the frame before it
     chunk_s = np.where(is_frame, wire_s[np.maximum(chunk_frame, 0)], np.nan)
-    chunk_s = np.maximum.accumulate(
-        np.nan_to_num(chunk_s, nan=start_s)
-    )  # garbage: right after the frame before
+    chunk_s = np.maximum.accumulate(np.nan_to_num(chunk_s, nan=start_s))
     return Wire(
         chunks=chunks,
         chunk_s=chunk_s,
