@@ -57,3 +57,13 @@ def add_port_arguments(parser: argparse.ArgumentParser) -> None:
         default=921_600,
         help="UART baud rate (default 921600; ignored by USB CDC)",
     )
+
+
+def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the rules engine, the same for every command that judges."""
+    parser.add_argument(
+        "--discipline",
+        choices=("free", "combined"),
+        default="free",
+        help="free pyramid (any ball may be struck) or combined (only the coloured ball); default free",
+    )

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..cliutil import add_rules_arguments
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("events", metavar="EVENTS", help="ordered events, JSON Lines; - for stdin")
-    parser.add_argument(
-        "--discipline",
-        choices=("free", "combined"),
-        default="free",
-        help="free pyramid (any ball may be struck) or combined (only the coloured ball); default free",
-    )
+    add_rules_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
