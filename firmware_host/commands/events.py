@@ -22,11 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from protocol.decoder import decode_capture
+
     from ..cliutil import UsageError, read_binary
     from ..fusion.events import FusionParams
     from ..fusion.stream import ROW_TYPES, EventStream, events_from_rows
     from ..timing.rows import to_rows
-    from protocol.decoder import decode_capture
 
     if args.frozen_gap < 0:
         raise UsageError(f"--frozen-gap {args.frozen_gap}: must not be negative")

@@ -11,16 +11,13 @@ import argparse
 import json
 import sys
 
+from ..cliutil import add_rules_arguments
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="raw capture (.bin), or - for stdin")
     parser.add_argument("--events", action="store_true", help="also write the ordered events")
-    parser.add_argument(
-        "--discipline",
-        choices=("free", "combined"),
-        default="free",
-        help="pyramid variant (default free)",
-    )
+    add_rules_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 
-from ..cliutil import UsageError, add_port_arguments
+from ..cliutil import UsageError, add_port_arguments, add_rules_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,12 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--record", metavar="DIR", help="record the raw capture into DIR (rotating .bin)"
     )
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    parser.add_argument(
-        "--discipline",
-        choices=("free", "combined"),
-        default="free",
-        help="pyramid variant (default free)",
-    )
+    add_rules_arguments(parser)
     virtual = parser.add_argument_group("built-in virtual table (no --port)")
     virtual.add_argument(
         "--scenario", metavar="NAME", help="a named scenario (see simulate --scenario list)"
