@@ -68,6 +68,7 @@ class Daemon:
         self.on_line = on_line or (lambda line: None)
         self.stats = DaemonStats()
         self._hello_wanted = threading.Event()
+        self.connected = threading.Event()  # set while the port is open
         self._transport = SerialTransport(url, baudrate=baud, on_status=self._link_status)
         self._link = CommandLink(self._transport.write, on_health=self._health)
         self._boot_id: int | None = None
@@ -171,8 +172,11 @@ class Daemon:
     def _link_status(self, status: LinkStatus) -> None:
         if status.state is LinkState.OPEN:
             log.info("port %s open", status.url)
+            self.connected.set()
             self._hello_wanted.set()
-        elif status.state is LinkState.LOST:
+            return
+        self.connected.clear()
+        if status.state is LinkState.LOST:
             self.stats.link_losses += 1
             log.warning("port %s lost (%s); reconnecting", status.url, status.error)
 

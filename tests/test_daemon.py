@@ -31,8 +31,8 @@ def referee_live(wire, tmp_path: Path, timeout_s: float = 120.0):
         )
         runner = threading.Thread(target=lambda: daemon.run(stop))
         runner.start()
-        time.sleep(0.3)  # the port is open before the table boots, as in a club
-        hub.start()
+        assert daemon.connected.wait(20), "the daemon never opened the port"
+        hub.start()  # the port is open before the table boots, as in a club
         deadline = time.monotonic() + timeout_s
         while not hub.finished and time.monotonic() < deadline:
             time.sleep(0.05)
