@@ -37,6 +37,10 @@ def _hub_us(wire: Wire, t_s: float) -> int:
     return int(np.rint(boot.hub_us(t_s)))
 
 
+def _rank(line: dict[str, Any]) -> int:
+    return 2 if "kind" in line else int(line.get("type") == "shot_end")
+
+
 def truth_lines(match: MatchTruth, wire: Wire) -> list[dict[str, Any]]:
     """The ground truth as EVENTS.md lines (events and verdicts), in true-time order."""
     cfg = wire.config
@@ -77,14 +81,21 @@ def truth_lines(match: MatchTruth, wire: Wire) -> list[dict[str, Any]]:
     for event in match.events:
         # physics detail and the physics' own boot (the hub's, with its boot_id, replaces it)
         if not event["type"].startswith("_") and event["type"] != "boot":
-            timed.append((event["t_s"], {k: v for k, v in event.items() if k != "t_s"}))
+            line = {k: v for k, v in event.items() if k != "t_s"}
+            if "paths" in line:  # polylines of [t_s, x, y] -> [t_us, x, y]
+                line["paths"] = {
+                    ball: [[_hub_us(wire, t), x, y] for t, x, y in points]
+                    for ball, points in line["paths"].items()
+                }
+            timed.append((event["t_s"], line))
     for verdict in match.verdicts:
         line = {k: v for k, v in verdict.items() if k not in ("t_s", "evidence_s")}
         line.setdefault("kind", "verdict")
         if "evidence_s" in verdict:
             line["evidence"] = [_hub_us(wire, t) for t in verdict["evidence_s"]]
         timed.append((verdict["t_s"], line))
-    timed.sort(key=lambda item: item[0])
+    # At one instant: events, then the shot's end, then the verdicts on it.
+    timed.sort(key=lambda item: (item[0], _rank(item[1])))
     return [{"t_us": _hub_us(wire, t), **line} for t, line in timed]
 
 
