@@ -1,0 +1,253 @@
+"""Regenerate the HIL corpus: virtual-table captures and the verdicts each must give.
+
+    python -m hil_tests.make_corpus                  # every case into hil_tests/corpus/
+    python -m hil_tests.make_corpus --only push      # cases whose name starts with "push"
+    python -m hil_tests.make_corpus --xfail-failing  # also mark cases the pipeline gets wrong
+
+Deterministic: the same scenario, seed and sensor set give the same bytes.
+The expectation of a full-sensor capture is the ground truth's intended
+verdict per shot; for the minimum and middle sets it is derived from that
+verdict and the true events by RULES.md's sensor table (:func:`limited`), so
+``referee`` appears exactly where those sensors cannot decide.  The rules
+engine is never asked: an expectation it produced would prove nothing.
+
+``--xfail-failing`` replays every case and writes, into the expectation of
+each one the pipeline disagrees with, ``"xfail": "<first shot that differs>"``;
+the expected verdicts themselves are never changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .verdicts import Line, compare
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+RESULT_ITEM = {True: "12.1", False: "20"}  # the shot's result: a break's item or item 20
+POT_CLAUSE = {True: "12.1(1)", False: "20(1)"}
+CERTAIN = {  # fouls each smaller set decides (RULES.md's table); the rest is tracker-only
+    "minimum": {"14.2", "18"},
+    "middle": {"14.2", "18", "19.1"},
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One capture of the corpus: a named scenario, or a random match of ``minutes``."""
+
+    scenario: str | None
+    sensors: str = "full"
+    seed: int = 0
+    minutes: float | None = None
+
+    @property
+    def name(self) -> str:
+        match = self.scenario or f"random_s{self.seed}_{self.minutes:g}min"
+        return f"{match}.{self.sensors}"
+
+    @property
+    def command(self) -> str:
+        """The same capture from the command line."""
+        match = (
+            f"--scenario {self.scenario}"
+            if self.scenario
+            else f"--minutes {self.minutes:g}"
+        )
+        return (
+            f"firmware-host simulate --capture {self.name}.bin {match} "
+            f"--seed {self.seed} --sensors {self.sensors}"
+        )
+
+
+# Where the sensor set changes the verdict: every decision of RULES.md's table once.
+SMALL_SET_SCENARIOS = (
+    "break_12_1_1",  # pot after the first contact: middle decides it
+    "break_12_1_2",  # cushions by ball: referee below full
+    "break_illegal",
+    "coloured_outside_11_3",  # 11.3: tracker only
+    "push",  # 19.1: middle decides by contact time
+    "push_19_2_45deg",  # 19.2: tracker only
+    "double_hit",  # 18: every set
+    "early_shot_14_2",  # 14.2: every set
+    "item20_1",
+    "item20_2a",
+    "item20_2a_fail",
+    "ball_nudged_17",  # 17: tracker only
+)
+
+
+def cases() -> list[Case]:
+    """The whole corpus, in a fixed order."""
+    from firmware_host.virtual_table.scenarios import SCENARIOS
+
+    named = sorted(name for name in SCENARIOS if name != "random")  # "random": 3 min, too big
+    return [
+        *(Case(name) for name in named),
+        *(Case(name, sensors) for sensors in ("middle", "minimum") for name in SMALL_SET_SCENARIOS),
+        # a full-sensor minute is ~1.2 MB (the tracker): half a minute there, more on the others
+        Case(None, "full", seed=1, minutes=0.5),
+        Case(None, "middle", seed=1, minutes=1.0),
+        Case(None, "minimum", seed=1, minutes=1.0),
+        Case(None, "middle", seed=2, minutes=1.0),
+    ]
+
+
+def limited(
+    intended: Line, shot_events: list[Line], *, is_break: bool, sensors: str
+) -> Line | None:
+    """The verdict a smaller sensor set must give for a shot whose full-set verdict is ``intended``.
+
+    RULES.md: without contact times (minimum) push and result are open; with
+    clicks (middle) a push is timed, a pot after the first contact is legal,
+    no contact at all is a foul and the rest of the result is open; 19.2, 17
+    and 11.3 need the tracker.  A certain foul wins over open items.  A
+    verdict outside a shot (item 17 off a ``ball_moved``) needs the tracker:
+    None.
+    """
+    if sensors == "full":
+        return intended
+    if intended["shot"] is None:
+        return None
+    fouls = set(intended["rules"]) if intended["verdict"] == "foul" else set()
+    certain = fouls & CERTAIN[sensors]
+    result = RESULT_ITEM[is_break]
+    open_: set[str] = set()
+    satisfied = None
+    if sensors == "minimum":
+        open_ |= {"19.1", result}
+    else:
+        contacts = [e for e in shot_events if e["type"] == "ball_contact"]
+        tips = [e for e in shot_events if e["type"] == "cue_contact"]
+        if contacts and tips and "19.1" not in fouls:
+            tip = tips[0]
+            if tip["t_us"] + tip["duration_us"] >= contacts[0]["t_us"]:
+                open_.add("19.2")  # the tip still on at the contact, yet no push: 19.2's case
+        if not contacts:
+            certain.add(result)
+        elif any(e["type"] == "pocket" and e["t_us"] > contacts[0]["t_us"] for e in shot_events):
+            satisfied = POT_CLAUSE[is_break]
+        else:
+            open_.add(result)
+    if certain:
+        return _verdict(intended["shot"], "foul", certain)
+    if open_:
+        return _verdict(intended["shot"], "referee", open_)
+    return _verdict(intended["shot"], "legal", set(), satisfied)
+
+
+def _verdict(shot: int | None, verdict: str, rules: set[str], satisfied: str | None = None) -> Line:
+    # rules-text order: every item 11.3 ... 20 sorts as a string in that order
+    return {"shot": shot, "verdict": verdict, "rules": sorted(rules), "satisfied": satisfied}
+
+
+def expected_verdicts(truth: list[Line], sensors: str) -> list[Line]:
+    """Per shot, what the corpus expects from a capture of this truth on this sensor set."""
+    by_shot: dict[int, list[Line]] = {}
+    breaks: set[int] = set()
+    after_boot = False
+    out = []
+    for line in truth:
+        if line.get("type") == "boot":
+            after_boot = True
+        elif line.get("type") == "shot_start":
+            # without a tracker the first shot after a boot is a break; the full set reads the layout
+            if after_boot:
+                breaks.add(line["shot"])
+            after_boot = False
+        if line.get("kind") == "verdict":
+            intended = {
+                "shot": line["shot"],
+                "verdict": line["verdict"],
+                "rules": list(line["rules"]),
+                "satisfied": line.get("satisfied"),
+            }
+            got = limited(
+                intended,
+                by_shot.get(line["shot"], []),
+                is_break=line["shot"] in breaks,
+                sensors=sensors,
+            )
+            if got is not None:
+                out.append(got)
+        elif line.get("shot") is not None:
+            by_shot.setdefault(line["shot"], []).append(line)
+    return out
+
+
+def build(case: Case, out_dir: Path, match: Any) -> dict[str, Any]:
+    """Write ``NAME.bin`` and return its expectation."""
+    from firmware_host.virtual_table.capture import truth_lines, write_capture
+    from firmware_host.virtual_table.hub import HubConfig, build_wire
+
+    wire = build_wire(match, HubConfig(sensors=case.sensors, seed=case.seed))
+    with open(out_dir / f"{case.name}.bin", "wb") as out:
+        write_capture(wire, out)
+    return {
+        "capture": f"{case.name}.bin",
+        "scenario": case.scenario,
+        "seed": case.seed,
+        "minutes": case.minutes,
+        "sensors": case.sensors,
+        "command": case.command,
+        "verdicts": expected_verdicts(truth_lines(match, wire), case.sensors),
+    }
+
+
+def mark_xfail(expectation: dict[str, Any], data: bytes) -> str | None:
+    """Replay the capture; the first shot the pipeline gets wrong, or None."""
+    from firmware_host.pipeline import replay
+
+    cmp = compare(expectation["verdicts"], replay(data).lines)
+    return None if cmp.ok else cmp.first_difference()
+
+
+def dump(expectation: dict[str, Any]) -> str:
+    """JSON with one verdict a line, so a diff of the corpus shows which shot changed."""
+    head = {k: v for k, v in expectation.items() if k != "verdicts"}
+    lines = ",\n".join(f"  {json.dumps(v)}" for v in expectation["verdicts"])
+    body = json.dumps(head, indent=1)[:-2]
+    return f'{body},\n "verdicts": [\n{lines}\n ]\n}}\n'
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hil_tests.make_corpus", description=__doc__)
+    parser.add_argument("--out", type=Path, default=CORPUS, help="corpus directory")
+    parser.add_argument("--only", nargs="*", default=[], help="case names starting with these")
+    parser.add_argument(
+        "--xfail-failing", action="store_true", help="mark cases the pipeline disagrees with"
+    )
+    args = parser.parse_args(argv)
+
+    from firmware_host.virtual_table.scenarios import SCENARIOS, random_match
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    matches: dict[tuple[str | None, int, float | None], Any] = {}
+    for case in cases():
+        if args.only and not case.name.startswith(tuple(args.only)):
+            continue
+        key = (case.scenario, case.seed, case.minutes)
+        if key not in matches:
+            matches[key] = (
+                SCENARIOS[case.scenario]()
+                if case.scenario
+                else random_match(seed=case.seed, minutes=case.minutes)
+            )
+        expectation = build(case, args.out, matches[key])
+        if args.xfail_failing:
+            reason = mark_xfail(expectation, (args.out / expectation["capture"]).read_bytes())
+            if reason:
+                expectation["xfail"] = reason
+                sys.stderr.write(f"{case.name}: xfail: {reason}\n")
+        path = args.out / f"{case.name}.expect.json"
+        path.write_text(dump(expectation), encoding="utf-8")
+        sys.stderr.write(f"{path.name}: {len(expectation['verdicts'])} verdicts\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
