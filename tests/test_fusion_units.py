@@ -8,7 +8,7 @@ import pytest
 from firmware_host.fusion.events import Fusion
 from firmware_host.fusion.geometry import frozen_mask, geometry
 from firmware_host.fusion.paths import simplify
-from firmware_host.timing.rows import C_HUB, C_TRACK, C_TYPE, N_COLS, NODE_SILENT, P0, col, type_of
+from firmware_host.timing.rows import C_HUB, C_TRACK, C_TYPE, N_COLS, NODE_SILENT, P0, col, pack_tracks, type_of
 from firmware_host.timing.timeline import Ordered
 from protocol.geometry import DEFAULT_TABLE
 
@@ -34,7 +34,7 @@ def fuse(rows: list[np.ndarray], tracks: np.ndarray | None = None, chunks: int =
     """Rows through a Fusion, in ``chunks`` calls, then flushed."""
     fusion, out = Fusion(), []
     rows_a = np.array(rows)
-    tracks = np.zeros((0, 16, 4), np.int32) if tracks is None else tracks
+    tracks = np.zeros((0, 16, 6), np.uint8) if tracks is None else tracks
     for part in np.array_split(np.arange(len(rows_a)), chunks):
         if not len(part):
             continue
@@ -42,7 +42,7 @@ def fuse(rows: list[np.ndarray], tracks: np.ndarray | None = None, chunks: int =
         has = sub[:, C_TRACK] >= 0
         sub_tracks = tracks[sub[has, C_TRACK]]
         sub[has, C_TRACK] = np.arange(has.sum())
-        out += fusion.feed(Ordered(sub, sub_tracks), int(sub[-1, C_HUB]))
+        out += fusion.feed(Ordered.of(sub, sub_tracks), int(sub[-1, C_HUB]))
     return out + fusion.flush()
 
 
@@ -153,18 +153,18 @@ def tracked_shot(frames_hz: float = 120.0):
             p5 = L - D / 2 - v * min(t - t_cushion, t_stop - t_cushion)
         return (p0, t0 < t < t_contact), (p5, t_contact < t < t_stop)
 
-    tracks = np.zeros((len(frames), 16, 4), np.int32)
+    cols = np.zeros((4, len(frames), 16), np.int64)
     rows = [hello(FULL)]
     for i, t in enumerate(frames):
         for j, (b, (x, moving)) in enumerate(zip((0, 5), state(t))):
-            tracks[i, j] = (b, int(moving), round(x * 10), round(y * 10))
+            cols[:, i, j] = (b, int(moving), round(x * 10), round(y * 10))
         r = row(int(t), "BALL_TRACK", frame=i, count=2)
         r[C_TRACK] = i
         rows.append(r)
     rows.append(row(t0, "CUE_CONTACT", duration_us=1200, peak_force_dn=400))
     rows.append(row(int(t_cushion), "CUSHION_HIT", cushion=3, pos_mm=int(y), amplitude=2500))
     rows.sort(key=lambda r: r[C_HUB])
-    return rows, tracks, int(t_contact), int(t_cushion)
+    return rows, pack_tracks(*cols), int(t_contact), int(t_cushion)
 
 
 @pytest.mark.parametrize("chunks", [1, 37])

@@ -10,7 +10,7 @@ import pytest
 from firmware_host.timing.rows import (
     C_EPOCH, C_HUB, C_NODE, C_OFFSET, C_TRACK, C_TYPE, NODE_SILENT, P0, col, to_rows, type_of,
 )
-from firmware_host.timing.timeline import Ordered, Timeline
+from firmware_host.timing.timeline import Ordered, Timeline, concat
 from firmware_host.virtual_table.faults import FaultPlan
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.sensors import RING_DOWN
@@ -60,7 +60,7 @@ def batch(data: bytes) -> Ordered:
     rows, tracks = to_rows(decode_capture(data).tables)
     tl = Timeline()
     a, b = tl.feed_rows(rows, tracks), tl.flush()
-    return Ordered(np.concatenate((a.rows, b.rows)), np.concatenate((a.tracks, b.tracks)))
+    return concat(a, b)
 
 
 def live(data: bytes, cuts: np.ndarray) -> tuple[list[Ordered], Timeline]:

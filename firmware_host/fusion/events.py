@@ -116,8 +116,10 @@ def to_dict(rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.nd
     elif etype == k.EV_SHOT_END:
         flags = int(rec[k.O_FLAGS])
         trail: dict[str, list[list[float]]] = {}
-        for p in paths[int(rec[k.O_PATH0]) : int(rec[k.O_PATH1])]:
-            trail.setdefault(str(int(p[0])), []).append([int(p[1]), round(float(p[2]), 1), round(float(p[3]), 1)])
+        points = paths[int(rec[k.O_PATH0]) : int(rec[k.O_PATH1])]
+        xy = np.round(points[:, 2:4], 1).tolist()
+        for ball, t, (x, y) in zip(points[:, 0].astype(int).tolist(), points[:, 1].astype(np.int64).tolist(), xy):
+            trail.setdefault(str(ball), []).append([t, x, y])
         out |= {"balls": balls, "certain": bool(flags & k.FLAG_CERTAIN),
                 "interrupted": bool(flags & k.FLAG_INTERRUPTED), "paths": trail}
     elif etype == k.EV_REST:
@@ -146,16 +148,16 @@ class Fusion:
 
     def feed(self, ordered: Ordered, upto_hub_us: int) -> list[dict[str, Any]]:
         """Rows the timeline released, and the hub time it has released up to."""
-        rows = ordered.rows
-        n = len(rows)
+        n = len(ordered)
         cap = 256 + 8 * n
-        n_track = int(np.count_nonzero(rows[:, k.C_TRACK] >= 0)) if n else 0
+        n_track = len(ordered.store_tracks)
         path_cap = 64 + 16 * min(k.SHOT_FRAMES, int(self.state.fs[k.F_SB_N]) + n_track + 1)
         ev = np.empty((cap, k.N_OUT), np.int64)
         snaps = np.zeros((cap, 16, 3))
         frozen = np.zeros((cap, 16), np.int64)
         paths = np.empty((path_cap, 4))
-        nev, _, _, safe = k.fuse(rows, ordered.tracks, np.int64(upto_hub_us), *self.state.arrays(),
+        nev, _, _, safe = k.fuse(ordered.store, ordered.synthetic, ordered.index, ordered.store_tracks,
+                                 np.int64(upto_hub_us), *self.state.arrays(),
                                  ev, snaps, frozen, paths)
         for rec in ev[:nev]:
             heapq.heappush(self._heap, (int(rec[k.O_T]), int(rec[k.O_TYPE]), int(rec[k.O_SEQ]),

@@ -277,11 +277,11 @@ def _contact_time(pi, pj, vi, vj, D, span):
 
 
 @njit(cache=True)
-def _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t,
+def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t,
                  ev, nev, snaps, frozen, nsnap, paths, npath, pend_snap, pend_frozen,
-                 sb_t, sb_xy, sb_on, sb_mv):
-    t = rows[r, C_HUB]
-    ti = rows[r, C_TRACK]
+                 sb_t, sb_xy, sb_on, sb_mv, scratch_b, scratch_v):
+    t = rw[C_HUB]
+    ti = rw[C_TRACK]
     n = fs[F_TRK_N]
     k = n % HISTORY
     p = (n - 1) % HISTORY
@@ -289,31 +289,39 @@ def _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, r
     trk_t[k] = t
     trk_on[k, :] = 0
     trk_mv[k, :] = 0
-    for j in range(min(rows[r, BT_COUNT], 16)):
+    for j in range(min(rw[BT_COUNT], 16)):
         b = tracks[ti, j, 0]
-        if 0 <= b < 16:
+        if b < 16:
             trk_on[k, b] = 1
             trk_mv[k, b] = 1 if tracks[ti, j, 1] & MOVING_BITS else 0
-            trk_xy[k, b, 0] = tracks[ti, j, 2] / 10.0
-            trk_xy[k, b, 1] = tracks[ti, j, 3] / 10.0
+            trk_xy[k, b, 0] = (np.int64(tracks[ti, j, 2]) | np.int64(tracks[ti, j, 3]) << 8) / 10.0
+            trk_xy[k, b, 1] = (np.int64(tracks[ti, j, 4]) | np.int64(tracks[ti, j, 5]) << 8) / 10.0
     fs[F_TRK_N] = n + 1
     D = geo[G_D]
+    if n >= 1 and not fs[F_IN_SHOT]:
+        for b in range(16):
+            if trk_on[k, b] != trk_on[p, b]:
+                fs[F_DIRTY] = 1  # a ball put on (or taken off) the table
+                fs[F_STILL_RUN] = -1  # the layout changed: count still frames again
     any_moving = False
     for b in range(16):
         if trk_on[k, b] and trk_mv[k, b]:
             any_moving = True
     if any_moving:
         fs[F_LAST_ACT] = t
+    moved_before = False
     if n >= 1:
+        for b in range(16):
+            if trk_on[p, b] and trk_mv[p, b]:
+                moved_before = True
+    if n >= 1 and (any_moving or moved_before):
         dt = float(t - trk_t[p])
-        started = np.zeros(16, np.bool_)
+        started = scratch_b
         for b in range(16):
             started[b] = trk_on[k, b] and trk_on[p, b] and trk_mv[k, b] and not trk_mv[p, b]
-            if trk_on[k, b] != trk_on[p, b] and not fs[F_IN_SHOT]:
-                fs[F_DIRTY] = 1  # a ball put on (or taken off) the table
-                fs[F_STILL_RUN] = -1  # the layout changed: count still frames again
         # velocities (mm/µs) over the previous frame pair
-        vel = np.zeros((16, 2))
+        vel = scratch_v
+        vel[:, :] = 0.0
         if n >= 2 and trk_t[p] > trk_t[q]:
             for b in range(16):
                 if trk_on[p, b] and trk_on[q, b] and trk_mv[p, b]:
@@ -369,8 +377,6 @@ def _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, r
             if best >= 0:
                 started[best] = False
                 nev, nsnap = _start_shot_event(ev, nev, fs, best, snaps, frozen, nsnap, pend_snap, pend_frozen, True)
-            elif t > fs[F_CUE_T] + prm[PR_CUE_WAIT_US]:
-                nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, True)
         # other balls that start moving: hit by a neighbour, or moved by hand (item 17)
         for b in range(16):
             if not started[b]:
@@ -399,6 +405,8 @@ def _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, r
                 nev = _emit(ev, nev, fs, trk_t[p], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
                 if not fs[F_IN_SHOT]:
                     fs[F_DIRTY] = 1
+    if fs[F_CUE_PENDING] and t > fs[F_CUE_T] + prm[PR_CUE_WAIT_US]:
+        nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, True)
     # rest averages: a still ball's position, averaged to beat the tracker's noise
     for b in range(16):
         if trk_on[k, b] and not trk_mv[k, b]:
@@ -453,31 +461,41 @@ def _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_
 
 @njit(cache=True)
 def fuse(
-    rows, tracks, upto, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t, cushion_last,
+    store, synthetic, index, tracks, upto, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t, cushion_last,
     pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv, ev, snaps, frozen, paths,
 ):
-    """Rows in hub order -> event records; returns (events, snapshots, path points, safe time)."""
+    """Rows in hub order -> event records; returns (events, snapshots, path points, safe time).
+
+    The rows are ``store[index[i]]`` (``synthetic[index[i] - len(store)]``
+    past the store): the timeline's release order, without copying rows.
+    """
+    n_store = len(store)
     nev = 0
     nsnap = 0
     npath = 0
     xy = np.empty((16, 2))
     on = np.zeros(16, np.bool_)
     pen = np.empty(16)
-    for r in range(len(rows)):
-        t = rows[r, C_HUB]
-        mtype = rows[r, C_TYPE]
+    scratch_b = np.zeros(16, np.bool_)
+    scratch_v = np.zeros((16, 2))
+    for i in range(len(index)):
+        r = index[i]
+        rw = store[r] if r < n_store else synthetic[r - n_store]
+        t = rw[C_HUB]
+        mtype = rw[C_TYPE]
         nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, t, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
                                        trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
         fs[F_NOW] = max(fs[F_NOW], t)
         tracked = _tracker_alive(fs)
         if mtype == T_TRACK:
             if _tracker_up(fs):
-                nev, nsnap, npath = _track_frame(rows, r, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv,
+                nev, nsnap, npath = _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv,
                                                  rest_xy, rest_n, pair_t, ev, nev, snaps, frozen, nsnap, paths,
-                                                 npath, pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv)
+                                                 npath, pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv,
+                                                 scratch_b, scratch_v)
         elif mtype == T_CUSHION:
-            c = rows[r, CH_CUSHION]
-            amp = rows[r, CH_AMP]
+            c = rw[CH_CUSHION]
+            amp = rw[CH_AMP]
             if 0 <= c < 6:
                 ring = (t - cushion_last[c, 0] <= prm[PR_DEBOUNCE_US]
                         and amp * 100 < cushion_last[c, 1] * prm[PR_DEBOUNCE_RATIO_PCT])
@@ -487,34 +505,34 @@ def fuse(
                     ball = -1
                     if tracked:
                         _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
-                        cx, cy = cushion_contact(geo, c, float(rows[r, CH_POS]))
+                        cx, cy = cushion_contact(geo, c, float(rw[CH_POS]))
                         ball = nearest_ball(xy, on, pen, cx, cy, ATTRIBUTION_LIMIT_MM)
                     nev = _emit(ev, nev, fs, t, EV_CUSHION, ball, c, 0, 0, 0, 0)
                     fs[F_LAST_ACT] = t
         elif mtype == T_POCKET:
-            pk = rows[r, PD_POCKET]
+            pk = rw[PD_POCKET]
             if 0 <= pk < 6:
                 ball = -1
                 if tracked:
                     _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
                     px, py = pocket_xy(geo, pk)
                     ball = nearest_ball(xy, on, pen, px, py, ATTRIBUTION_LIMIT_MM)
-                colour = rows[r, PD_COLOUR]
+                colour = rw[PD_COLOUR]
                 nev = _emit(ev, nev, fs, t, EV_POCKET, ball, pk, colour if colour <= 1 else -1, 0, 0, 0)
                 fs[F_LAST_ACT] = t
         elif mtype == T_LINE:
             fs[F_LAST_ACT] = t
-            line, direction = rows[r, LC_LINE], rows[r, LC_DIR]
+            line, direction = rw[LC_LINE], rw[LC_DIR]
             if direction <= 1 and 0 <= line <= 1:
                 ball = -1
                 if tracked:
                     _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
-                    ball = nearest_ball(xy, on, pen, line_x(geo, line), float(rows[r, LC_POS]), ATTRIBUTION_LIMIT_MM)
+                    ball = nearest_ball(xy, on, pen, line_x(geo, line), float(rw[LC_POS]), ATTRIBUTION_LIMIT_MM)
                 nev = _emit(ev, nev, fs, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
         elif mtype == T_CLICK:
             if tracked:
                 _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
-                cx, cy = float(rows[r, BC_X]), float(rows[r, BC_Y])
+                cx, cy = float(rw[BC_X]), float(rw[BC_Y])
                 best_i, best_j, best_s = -1, -1, np.inf
                 for i in range(16):
                     if not on[i]:
@@ -570,15 +588,15 @@ def fuse(
                 else:
                     nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen,
                                                    False)
-            nev = _emit(ev, nev, fs, t, EV_CUE_CONTACT, -1, rows[r, CUE_DUR], rows[r, CUE_FORCE], 0, 0, 0)
+            nev = _emit(ev, nev, fs, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
             fs[F_LAST_ACT] = t
         elif mtype == T_KEYPAD:
-            nev = _emit(ev, nev, fs, t, EV_KEYPAD, -1, rows[r, KP_KEY], rows[r, KP_ARG], 0, 0, 0)
+            nev = _emit(ev, nev, fs, t, EV_KEYPAD, -1, rw[KP_KEY], rw[KP_ARG], 0, 0, 0)
         elif mtype == T_NODE_STATUS or mtype == NODE_SILENT or mtype == NODE_BACK:
             if mtype == T_NODE_STATUS:
-                node, code, who = rows[r, S_PEER], rows[r, S_CODE], STATUS_FROM_HUB
+                node, code, who = rw[S_PEER], rw[S_CODE], STATUS_FROM_HUB
             else:
-                node, code, who = rows[r, P0], 1 if mtype == NODE_SILENT else 0, STATUS_SILENT
+                node, code, who = rw[P0], 1 if mtype == NODE_SILENT else 0, STATUS_SILENT
             if 0 <= node < 16:
                 if code == 1:
                     fs[F_DOWN] |= np.int64(1) << node
@@ -594,16 +612,16 @@ def fuse(
                                                    tracked)
                 nev, nsnap, npath = _end_shot(ev, nev, fs, t, 0, snaps, frozen, nsnap, paths, npath, rest_xy,
                                               rest_n, trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, False)
-            fs[F_PRESENT] = rows[r, H_PRESENT] | 1
+            fs[F_PRESENT] = rw[H_PRESENT] | 1
             fs[F_DOWN] = 0
             fs[F_TRK_N] = 0
             rest_n[:] = 0
-            if rows[r, H_LEN] > 0 and rows[r, H_WID] > 0 and rows[r, H_BALL] > 0:
-                geo[0] = rows[r, H_LEN]
-                geo[1] = rows[r, H_WID]
-                geo[2] = rows[r, H_BALL] / 1000.0
-            nev = _emit(ev, nev, fs, t, EV_BOOT, -1, rows[r, H_BOOT], rows[r, H_PRESENT], rows[r, H_LEN],
-                        rows[r, H_WID], rows[r, H_BALL])
+            if rw[H_LEN] > 0 and rw[H_WID] > 0 and rw[H_BALL] > 0:
+                geo[0] = rw[H_LEN]
+                geo[1] = rw[H_WID]
+                geo[2] = rw[H_BALL] / 1000.0
+            nev = _emit(ev, nev, fs, t, EV_BOOT, -1, rw[H_BOOT], rw[H_PRESENT], rw[H_LEN],
+                        rw[H_WID], rw[H_BALL])
     nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
                                    trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
     fs[F_NOW] = max(fs[F_NOW], upto)

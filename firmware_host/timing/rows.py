@@ -45,6 +45,7 @@ NODE_SILENT = 0xF0  # P0 = node: no frame about it for the silence bound
 NODE_BACK = 0xF1  # P0 = node: frames about it again
 
 TRACK_FIELDS = ("ball", "state", "x", "y")
+TRACK_ITEM = 6  # bytes per ball in a BALL_TRACK item
 
 
 @cache
@@ -64,30 +65,54 @@ def type_of(name: str) -> int:
     return BY_NAME[name].msg_type
 
 
+def _track_block(rec: np.ndarray) -> np.ndarray:
+    """BALL_TRACK ball lists, their wire bytes as they are: (n, 16, 6) uint8.
+
+    The items are (ball u8, state u8, x u16, y u16), little-endian, as the
+    catalogue packs them; copying bytes is ten times faster than splitting
+    fields here, and the fusion kernel reads them with :func:`track_xy`.
+    """
+    item = rec.dtype["balls"].base
+    assert [item[f].itemsize for f in TRACK_FIELDS] == [1, 1, 2, 2] and item.itemsize == TRACK_ITEM
+    raw = np.ascontiguousarray(rec).view(np.uint8).reshape(len(rec), rec.dtype.itemsize)
+    start = rec.dtype.fields["balls"][1]
+    return raw[:, start : start + 16 * TRACK_ITEM].reshape(len(rec), 16, TRACK_ITEM).copy()
+
+
+def pack_tracks(ball: np.ndarray, state: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(n, 16) arrays of ball, state, x, y (0.1 mm) into the track block layout (tests, tools)."""
+    out = np.zeros((*np.shape(ball), TRACK_ITEM), np.uint8)
+    out[..., 0], out[..., 1] = ball, state
+    out[..., 2], out[..., 3] = np.asarray(x) & 0xFF, np.asarray(x) >> 8
+    out[..., 4], out[..., 5] = np.asarray(y) & 0xFF, np.asarray(y) >> 8
+    return out
+
+
 def to_rows(tables: dict[str, np.ndarray], names: frozenset[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows of every frame in ``tables`` (only ``names`` if given), in stream order, and the tracks."""
-    parts = []
-    tracks = np.zeros((0, 16, 4), np.int32)
-    for name, rec in tables.items():
-        if (names is not None and name not in names) or len(rec) == 0 or name not in BY_NAME:
-            continue
-        rows = np.zeros((len(rec), N_COLS), np.int64)
-        rows[:, C_OFFSET] = rec["offset"]
-        rows[:, C_NODE] = rec["node"]
-        rows[:, C_TYPE] = rec["msg_type"]
-        rows[:, C_FLAGS] = rec["flags"]
-        rows[:, C_SEQ] = rec["seq"]
-        rows[:, C_TRAW] = rec["t_us"]
-        rows[:, C_TRACK] = -1
-        for j, field in enumerate(scalar_fields(name)):
-            rows[:, P0 + j] = rec[field]
-        if name == "BALL_TRACK":
-            balls = rec["balls"]
-            tracks = np.stack([balls[f].astype(np.int32) for f in TRACK_FIELDS], axis=-1)
-            rows[:, C_TRACK] = np.arange(len(rec))
-        parts.append(rows)
+    parts = [
+        (name, rec)
+        for name, rec in tables.items()
+        if (names is None or name in names) and len(rec) and name in BY_NAME
+    ]
+    tracks = np.zeros((0, 16, TRACK_ITEM), np.uint8)
     if not parts:
         return np.zeros((0, N_COLS), np.int64), tracks
-    rows = np.concatenate(parts)
-    order = np.argsort(rows[:, C_OFFSET], kind="stable")
-    return rows[order], tracks
+    offsets = np.concatenate([rec["offset"] for _, rec in parts])
+    where = np.empty(len(offsets), np.int64)  # output position of each part's rows
+    where[np.argsort(offsets, kind="stable")] = np.arange(len(offsets))
+    rows = np.zeros((len(offsets), N_COLS), np.int64)
+    rows[:, C_TRACK] = -1
+    start = 0
+    for name, rec in parts:
+        at = where[start : start + len(rec)]
+        start += len(rec)
+        for column, field in ((C_OFFSET, "offset"), (C_NODE, "node"), (C_TYPE, "msg_type"), (C_FLAGS, "flags"),
+                              (C_SEQ, "seq"), (C_TRAW, "t_us")):
+            rows[at, column] = rec[field]
+        for j, field in enumerate(scalar_fields(name)):
+            rows[at, P0 + j] = rec[field]
+        if name == "BALL_TRACK":
+            tracks = _track_block(rec)
+            rows[at, C_TRACK] = np.arange(len(rec))
+    return rows, tracks

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numba import njit
@@ -52,6 +53,7 @@ from .rows import (
     NODE_BACK,
     NODE_SILENT,
     P0,
+    TRACK_ITEM,
     UNSYNCED,
     col,
     type_of,
@@ -378,28 +380,62 @@ def advance(
     return nrel, npend, nsyn
 
 
-@dataclass
 class Ordered:
-    """Rows released in hub-time order, with their tracker ball lists."""
+    """Rows released in hub-time order, with their tracker ball lists.
 
-    rows: np.ndarray  # (n, N_COLS) int64
-    tracks: np.ndarray  # (m, 16, 4) int32; rows[:, C_TRACK] indexes it
+    Held without copying: ``index`` lists, in release order, rows of
+    ``store`` (the rows the timeline was fed, timing columns filled) and,
+    past its end, of ``synthetic`` (rows the timeline made).  ``rows`` and
+    ``tracks`` materialise them for a reader that wants a plain table.
+    """
+
+    def __init__(self, store: np.ndarray, store_tracks: np.ndarray, synthetic: np.ndarray, index: np.ndarray) -> None:
+        self.store, self.store_tracks, self.synthetic, self.index = store, store_tracks, synthetic, index
+
+    @classmethod
+    def of(cls, rows: np.ndarray, tracks: np.ndarray) -> Ordered:
+        return cls(rows, tracks, _NO_ROWS, np.arange(len(rows)))
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.index)
+
+    @cached_property
+    def _table(self) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.store)
+        real = self.index < n
+        out = np.empty((len(self.index), N_COLS), np.int64)
+        out[real] = self.store[self.index[real]]
+        out[~real] = self.synthetic[self.index[~real] - n]
+        has = out[:, C_TRACK] >= 0
+        tracks = self.store_tracks[out[has, C_TRACK]] if has.any() else _EMPTY_TRACKS
+        out[has, C_TRACK] = np.arange(int(has.sum()))
+        return out, tracks
+
+    @property
+    def rows(self) -> np.ndarray:
+        """(n, N_COLS) int64, release order."""
+        return self._table[0]
+
+    @property
+    def tracks(self) -> np.ndarray:
+        """(m, 16, 6) uint8 wire bytes; ``rows[:, C_TRACK]`` indexes it."""
+        return self._table[1]
 
 
 _MIN, _MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-_EMPTY_TRACKS = np.zeros((0, 16, 4), np.int32)
+_EMPTY_TRACKS = np.zeros((0, 16, TRACK_ITEM), np.uint8)
 _NO_ROWS = np.zeros((0, N_COLS), np.int64)
 
 
-def _cat_tracks(a: Ordered, b: Ordered) -> np.ndarray:
-    """Tracks of two consecutive releases, b's rows re-pointed after a's tracks."""
-    if not len(b.tracks):
-        return a.tracks
-    b.rows[b.rows[:, C_TRACK] >= 0, C_TRACK] += len(a.tracks)
-    return np.concatenate((a.tracks, b.tracks))
+def concat(a: Ordered, b: Ordered) -> Ordered:
+    """Two consecutive releases as one."""
+    if not len(b):
+        return a
+    if not len(a):
+        return b
+    b_rows = b.rows.copy()
+    b_rows[b_rows[:, C_TRACK] >= 0, C_TRACK] += len(a.tracks)
+    return Ordered.of(np.concatenate((a.rows, b_rows)), np.concatenate((a.tracks, b.tracks)))
 
 
 class HostClock:
@@ -474,6 +510,8 @@ class Timeline:
     def feed_rows(self, rows: np.ndarray, tracks: np.ndarray, host_rx_ns: int | None = None) -> Ordered:
         """Rows of new frames (stream order, :func:`rows.to_rows`): what they release.
 
+        The timing columns of ``rows`` are filled in place.
+
         ``host_rx_ns`` (live path: the host's monotonic clock when the chunk
         was read) lets the release follow the host's clock instead of
         waiting for the next frame's stamp; it changes when rows come out,
@@ -484,14 +522,13 @@ class Timeline:
             return out
         if len(rows):
             self._host.observe(host_rx_ns // 1000, self.hub_now)
-        more = self.tick(host_rx_ns)
-        return Ordered(np.concatenate((out.rows, more.rows)), _cat_tracks(out, more))
+        return concat(out, self.tick(host_rx_ns))
 
     def tick(self, host_now_ns: int) -> Ordered:
         """Live: release what the host's clock says no frame can precede any more."""
         hub_now = self._host.hub_now(host_now_ns // 1000)
         if hub_now is None:
-            return Ordered(np.zeros((0, N_COLS), np.int64), _EMPTY_TRACKS)
+            return Ordered.of(_NO_ROWS, _EMPTY_TRACKS)
         return self._advance(_NO_ROWS, _EMPTY_TRACKS, hub_now - int(self.params.lag_us))
 
     def flush(self) -> Ordered:
@@ -500,8 +537,9 @@ class Timeline:
 
     def _advance(self, new_rows: np.ndarray, new_tracks: np.ndarray, flush_upto: int) -> Ordered:
         carried = len(self._rows)
-        rows = np.concatenate((self._rows, new_rows)) if carried else new_rows.copy()
-        if len(new_rows):
+        # the kernel fills the timing columns in place: the caller's rows are ours now
+        rows = np.concatenate((self._rows, new_rows)) if carried else new_rows
+        if len(new_rows) and len(self._tracks):
             rows[carried:, C_TRACK] = np.where(
                 new_rows[:, C_TRACK] >= 0, new_rows[:, C_TRACK] + len(self._tracks), -1
             )
@@ -516,12 +554,7 @@ class Timeline:
             self._params, syn, n_syn, np.int64(flush_upto), rel, pending,
         )
         n = len(rows)
-        out = self._take(rows, syn, rel[:nrel])
-        out_tracks = _EMPTY_TRACKS
-        has_track = out[:, C_TRACK] >= 0
-        if has_track.any():
-            out_tracks = tracks[out[has_track, C_TRACK]]
-            out[has_track, C_TRACK] = np.arange(int(has_track.sum()))
+        out = Ordered(rows, tracks, self._made(syn[:nsyn]), rel[:nrel].copy())
         keep = np.sort(pending[:npend])
         real, synthetic = keep[keep < n], keep[keep >= n] - n
         self._rows = rows[real]
@@ -530,21 +563,16 @@ class Timeline:
         held = track_idx >= 0
         self._tracks = tracks[track_idx[held]] if held.any() else _EMPTY_TRACKS
         self._rows[held, C_TRACK] = np.arange(int(held.sum()))
-        return Ordered(out, out_tracks)
-
-    def _take(self, rows: np.ndarray, syn: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        n = len(rows)
-        out = np.zeros((len(idx), N_COLS), np.int64)
-        real = idx < n
-        out[real] = rows[idx[real]]
-        s = idx[~real] - n
-        if len(s):
-            made = out[~real]
-            made[:, C_HUB] = syn[s, 0]
-            made[:, C_TYPE] = syn[s, 1]
-            made[:, P0] = syn[s, 2]
-            made[:, C_TRACK] = -1
-            made[:, C_STATE] = MAPPED
-            made[:, C_EPOCH] = syn[s, 3]
-            out[~real] = made
         return out
+
+    @staticmethod
+    def _made(syn: np.ndarray) -> np.ndarray:
+        """Synthetic rows (NODE_SILENT, NODE_BACK) as rows."""
+        made = np.zeros((len(syn), N_COLS), np.int64)
+        made[:, C_HUB] = syn[:, 0]
+        made[:, C_TYPE] = syn[:, 1]
+        made[:, P0] = syn[:, 2]
+        made[:, C_EPOCH] = syn[:, 3]
+        made[:, C_TRACK] = -1
+        made[:, C_STATE] = MAPPED
+        return made
