@@ -1,0 +1,151 @@
+"""The HIL plugin itself, run inside pytester: what a CI log or a lab engineer gets to read.
+
+The expectations here are taken from what the pipeline says today (and then
+twisted), so these tests check the plugin, never the pipeline's verdicts.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from firmware_host.pipeline import replay
+from hil_tests.make_corpus import dump
+from hil_tests.plugin import DEFAULT_CORPUS
+from hil_tests.verdicts import final_verdicts
+
+CAPTURE = "double_hit.minimum"  # small (tens of kB), and a shot every sensor set decides
+LAB = "lab_capture"  # its name in the pytester corpus
+LIVE_TESTS = Path(__file__).with_name("test_live.py")
+SIM_START_S = 60.0  # building the scenario and numba's cache, on a loaded 2-core machine
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    # hypothesis' plugin costs ~2 s per in-process run and nothing here uses it
+    return pytester.runpytest("-p", "no:hypothesispytest", *args)
+
+
+def as_found() -> list[dict]:
+    lines = replay((DEFAULT_CORPUS / f"{CAPTURE}.bin").read_bytes()).lines
+    return [
+        {k: line.get(k) for k in ("shot", "verdict", "rules", "satisfied")}
+        for line in final_verdicts(lines)
+    ]
+
+
+def twisted(verdicts: list[dict]) -> list[dict]:
+    """The same shots, the first one's verdict changed: an expectation the replay cannot meet."""
+    first = dict(verdicts[0], verdict="legal" if verdicts[0]["verdict"] != "legal" else "foul")
+    return [first, *verdicts[1:]]
+
+
+@pytest.fixture
+def corpus(pytester: pytest.Pytester) -> Path:
+    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
+    out = pytester.path / "lab"
+    out.mkdir()
+    shutil.copy(DEFAULT_CORPUS / f"{CAPTURE}.bin", out / f"{LAB}.bin")
+    return out
+
+
+def write_expectation(corpus: Path, verdicts: list[dict], xfail: str | None = None) -> Path:
+    path = corpus / f"{LAB}.expect.json"
+    expectation = {"capture": f"{LAB}.bin", "sensors": "minimum", "verdicts": verdicts}
+    if xfail:
+        expectation["xfail"] = xfail
+    path.write_text(dump(expectation))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("twist", "xfail", "outcome"),
+    [
+        (False, None, {"passed": 1}),
+        (True, None, {"failed": 1}),
+        (True, "known: the pipeline disagrees", {"xfailed": 1}),
+        (False, "known: the pipeline disagrees", {"failed": 1}),  # strict: XPASS fails
+    ],
+    ids=["matches", "differs", "differs-xfail", "matches-xfail-is-strict"],
+)
+def test_a_capture_is_one_test_judged_by_its_expectation(
+    pytester: pytest.Pytester, corpus: Path, twist: bool, xfail: str | None, outcome: dict
+) -> None:
+    verdicts = as_found()
+    write_expectation(corpus, twisted(verdicts) if twist else verdicts, xfail)
+    result = run(pytester, "--hil-corpus", str(corpus))
+    result.assert_outcomes(**outcome)
+
+
+def test_a_failure_names_the_shot_and_prints_expected_beside_got(
+    pytester: pytest.Pytester, corpus: Path
+) -> None:
+    verdicts = as_found()
+    wrong = twisted(verdicts)
+    write_expectation(corpus, wrong)
+    result = run(pytester, "--hil-corpus", str(corpus))
+    result.assert_outcomes(failed=1)
+    shot = verdicts[0]["shot"]
+    result.stdout.fnmatch_lines(
+        [
+            f"*{LAB}.bin (sensors minimum): 1 of {len(verdicts)} verdicts differ; "
+            f"first: shot {shot}: expected {wrong[0]['verdict']}*, got {verdicts[0]['verdict']}*",
+            "*shot*expected*got*reason given*",
+            f"!! {shot} *{wrong[0]['verdict']}*{verdicts[0]['verdict']}*",
+        ]
+    )
+
+
+def test_a_missing_expectation_is_an_error_naming_the_file(
+    pytester: pytest.Pytester, corpus: Path
+) -> None:
+    result = run(pytester, "--hil-corpus", str(corpus))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*{corpus / LAB}.expect.json: expectation file missing*"])
+
+
+def test_hil_corpus_replaces_the_default_corpus(pytester: pytest.Pytester, corpus: Path) -> None:
+    write_expectation(corpus, as_found())
+    # the default corpus is walked (given as a path) but not collected; the lab's is, unasked
+    result = run(pytester, str(DEFAULT_CORPUS), "--hil-corpus", str(corpus), "--co", "-q")
+    result.stdout.fnmatch_lines([f"*{LAB}.bin::{LAB}", "1 test collected*"])
+
+
+def test_live_tests_skip_without_a_port(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
+    pytester.makepyfile(test_live=LIVE_TESTS.read_text())
+    result = run(pytester, "-rs")
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines(["*needs a live table: --hil-port URL*"])
+
+
+@pytest.fixture
+def virtual_table_port() -> Iterator[str]:
+    """``firmware-host simulate --pty`` in its own process; the device path is its first line."""
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "firmware_host", "simulate", "--pty", "--scenario", "double_hit"]
+        + ["--speed", "10", "--loop"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sim.stdout is not None
+        device = sim.stdout.readline().strip()
+        assert device.startswith("/dev/"), f"simulate --pty printed {device!r}"
+        yield device
+    finally:
+        sim.terminate()
+        sim.wait(SIM_START_S)
+
+
+def test_live_tests_pass_on_a_virtual_table(
+    pytester: pytest.Pytester, virtual_table_port: str
+) -> None:
+    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
+    pytester.makepyfile(test_live=LIVE_TESTS.read_text())
+    result = run(pytester, f"--hil-port={virtual_table_port}", "--hil-seconds=3")
+    result.assert_outcomes(passed=3)
