@@ -53,11 +53,7 @@ class Case:
     @property
     def command(self) -> str:
         """The same capture from the command line."""
-        match = (
-            f"--scenario {self.scenario}"
-            if self.scenario
-            else f"--minutes {self.minutes:g}"
-        )
+        match = f"--scenario {self.scenario}" if self.scenario else f"--minutes {self.minutes:g}"
         return (
             f"firmware-host simulate --capture {self.name}.bin {match} "
             f"--seed {self.seed} --sensors {self.sensors}"
@@ -235,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             matches[key] = (
                 SCENARIOS[case.scenario]()
                 if case.scenario
-                else random_match(seed=case.seed, minutes=case.minutes)
+                else random_match(seed=case.seed, minutes=case.minutes or 1.0)
             )
         expectation = build(case, args.out, matches[key])
         if args.xfail_failing:

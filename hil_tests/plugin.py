@@ -97,7 +97,7 @@ class CaptureFile(pytest.File):
         except json.JSONDecodeError as exc:
             raise self.CollectError(f"{path}: not JSON: {exc}") from None
         if not isinstance(expectation.get("verdicts"), list):
-            raise self.CollectError(f"{path}: no \"verdicts\" list")
+            raise self.CollectError(f'{path}: no "verdicts" list')
         item = CaptureItem.from_parent(self, name=self.path.stem, expectation=expectation)
         if expectation.get("xfail"):
             item.add_marker(pytest.mark.xfail(strict=True, reason=expectation["xfail"]))

@@ -92,8 +92,10 @@ def test_a_failure_names_the_shot_and_prints_expected_beside_got(
     shot = verdicts[0]["shot"]
     result.stdout.fnmatch_lines(
         [
-            f"*{LAB}.bin (sensors minimum): 1 of {len(verdicts)} verdicts differ; "
-            f"first: shot {shot}: expected {wrong[0]['verdict']}*, got {verdicts[0]['verdict']}*",
+            (
+                f"*{LAB}.bin (sensors minimum): 1 of {len(verdicts)} verdicts differ; "
+                f"first: shot {shot}: expected {wrong[0]['verdict']}*, got {verdicts[0]['verdict']}*"
+            ),
             "*shot*expected*got*reason given*",
             f"!! {shot} *{wrong[0]['verdict']}*{verdicts[0]['verdict']}*",
         ]
