@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .verdicts import Line, compare
+from .verdicts import Line, compare, decided
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 RESULT_ITEM = {True: "12.1", False: "20"}  # the shot's result: a break's item or item 20
@@ -156,14 +156,8 @@ def expected_verdicts(truth: list[Line], sensors: str) -> list[Line]:
                 breaks.add(line["shot"])
             after_boot = False
         if line.get("kind") == "verdict":
-            intended = {
-                "shot": line["shot"],
-                "verdict": line["verdict"],
-                "rules": list(line["rules"]),
-                "satisfied": line.get("satisfied"),
-            }
             got = limited(
-                intended,
+                decided(line),
                 by_shot.get(line["shot"], []),
                 is_break=line["shot"] in breaks,
                 sensors=sensors,

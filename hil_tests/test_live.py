@@ -13,7 +13,7 @@ from firmware_host.command_link import CommandLink, Outcome
 from firmware_host.daemon import Daemon
 from firmware_host.pipeline import replay
 from firmware_host.transport import Chunk, SerialTransport
-from hil_tests.verdicts import compare, final_verdicts
+from hil_tests.verdicts import compare, decided, final_verdicts
 from protocol.decoder import StreamDecoder, decode_capture
 
 OPEN_S = 5.0  # a port that does not open, or a hub that says nothing valid, in this long: fail
@@ -84,9 +84,6 @@ def test_live_verdicts_equal_a_replay_of_the_recording(
     assert daemon.stats.bytes > 0, f"{hil_port}: nothing received in {hil_seconds:g} s"
     recorded = b"".join(part.read_bytes() for part in sorted(tmp_path.glob("*.bin")))
     assert len(recorded) == daemon.stats.bytes, "the recording lost bytes"
-    live = [
-        {k: line.get(k) for k in ("shot", "verdict", "rules", "satisfied")}
-        for line in final_verdicts(lines)
-    ]
+    live = [decided(line) for line in final_verdicts(lines)]
     comparison = compare(live, replay(recorded).lines)
     assert comparison.ok, f"live (expected) vs replay (got):\n{comparison.table()}"

@@ -17,7 +17,7 @@ import pytest
 from firmware_host.pipeline import replay
 from hil_tests.make_corpus import dump
 from hil_tests.plugin import DEFAULT_CORPUS
-from hil_tests.verdicts import final_verdicts
+from hil_tests.verdicts import decided, final_verdicts
 
 CAPTURE = "double_hit.minimum"  # small (tens of kB), and a shot every sensor set decides
 LAB = "lab_capture"  # its name in the pytester corpus
@@ -32,10 +32,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def as_found() -> list[dict]:
     lines = replay((DEFAULT_CORPUS / f"{CAPTURE}.bin").read_bytes()).lines
-    return [
-        {k: line.get(k) for k in ("shot", "verdict", "rules", "satisfied")}
-        for line in final_verdicts(lines)
-    ]
+    return [decided(line) for line in final_verdicts(lines)]
 
 
 def twisted(verdicts: list[dict]) -> list[dict]:

@@ -23,6 +23,16 @@ def final_verdicts(lines: list[Line]) -> list[Line]:
     return [line for line in lines if line.get("kind") == "verdict" and not line.get("early")]
 
 
+def decided(line: Line) -> Line:
+    """What the corpus compares of a verdict line: ``shot``, ``verdict``, ``rules``, ``satisfied``."""
+    return {
+        "shot": line["shot"],
+        "verdict": line["verdict"],
+        "rules": list(line["rules"]),
+        "satisfied": line.get("satisfied"),
+    }
+
+
 def summary(verdict: Line | None) -> str:
     """``foul 19.1``, ``referee 12.1,19.1``, ``legal 20(1)``, or ``-`` for no verdict at all."""
     if verdict is None:
