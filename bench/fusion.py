@@ -7,7 +7,10 @@ the virtual table with every sensor, then times in one run:
   process with an empty cache (``NUMBA_CACHE_DIR`` pointed at a new
   directory), on a small capture;
 * warm: the whole capture, decode included (best of three), then the
-  split: decode, timeline (clock mapping and hub-time order), fusion.
+  split: decode, timeline (clock mapping and hub-time order), fusion;
+
+and scores the events against the match's ground truth (attribution per
+kind, order agreement).
 
     python bench/fusion.py [--minutes 60] [--seed 1]
 """
@@ -15,6 +18,7 @@ the virtual table with every sensor, then times in one run:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -32,15 +36,21 @@ print(time.perf_counter() - t0)
 """
 
 
-def capture(minutes: float, seed: int) -> Path:
+def capture(minutes: float, seed: int) -> tuple[Path, Path]:
+    """The capture and its ground truth (JSON Lines), simulated once."""
     path = Path(tempfile.gettempdir()) / f"fusion-bench-{minutes:g}min-{seed}.bin"
-    if not path.exists():
+    truth = path.with_suffix(".jsonl")
+    if not (path.exists() and truth.exists()):
+        from firmware_host.virtual_table.capture import truth_lines, write_truth
         from firmware_host.virtual_table.hub import HubConfig, build_wire
         from firmware_host.virtual_table.scenarios import random_match
 
-        wire = build_wire(random_match(seed=seed, minutes=minutes), HubConfig(sensors="full", seed=seed))
+        match = random_match(seed=seed, minutes=minutes)
+        wire = build_wire(match, HubConfig(sensors="full", seed=seed))
         path.write_bytes(b"".join(wire.chunks))
-    return path
+        with open(truth, "w", encoding="utf-8") as out:
+            write_truth(truth_lines(match, wire), out)
+    return path, truth
 
 
 def main() -> None:
@@ -49,7 +59,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    path = capture(args.minutes, args.seed)
+    path, truth_path = capture(args.minutes, args.seed)
     data = path.read_bytes()
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
@@ -57,6 +67,7 @@ def main() -> None:
                              check=True)
         cold = float(out.stdout.split()[-1])
 
+    from firmware_host.fusion.compare import score
     from firmware_host.fusion.events import Fusion
     from firmware_host.fusion.stream import ROW_TYPES, events_from_capture, events_from_rows
     from firmware_host.timing.rows import to_rows
@@ -92,6 +103,10 @@ def main() -> None:
     print(f"cold compile (empty numba cache, small capture): {cold:.1f} s")
     print(f"warm, capture -> events: {total:.2f} s  (decode + rows {t_decode:.2f} s, timeline {t_timeline:.2f} s, "
           f"fusion {t_fusion:.2f} s)")
+    truth = [json.loads(line) for line in truth_path.read_text().splitlines()]
+    scores, far, close, _ = score(events, [e for e in truth if "type" in e])
+    print("against the ground truth:\n" + "\n".join(f"  {s}" for s in scores))
+    print(f"  order agreement: events > 1 ms apart {far:.4%}, closer {close:.2%}")
 
 
 if __name__ == "__main__":
