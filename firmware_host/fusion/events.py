@@ -69,11 +69,12 @@ class FusionState:
         self.sb_xy = np.zeros((k.SHOT_FRAMES, 16, 2), np.float32)
         self.sb_on = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
         self.sb_mv = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
+        self.dpend = np.zeros((k.HELD_CONTACTS, 3), np.int64)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return (self.fs, self.prm, self.geo, self.trk_t, self.trk_xy, self.trk_on, self.trk_mv, self.rest_xy,
                 self.rest_n, self.pair_t, self.cushion_last, self.pend_snap, self.pend_frozen, self.sb_t,
-                self.sb_xy, self.sb_on, self.sb_mv)
+                self.sb_xy, self.sb_on, self.sb_mv, self.dpend)
 
 
 def _ball(b: int) -> int | None:

@@ -95,8 +95,9 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
 (
     F_SHOT, F_IN_SHOT, F_FIRST_CUE_T, F_LAST_ACT, F_CUE_PENDING, F_CUE_T, F_PRESENT, F_DOWN,
     F_STILL_RUN, F_STILL_T, F_DIRTY, F_NOW, F_TRK_N, F_SB_N, F_SEQ, F_MOVED, F_PATHS_CUT, F_EV_CUT,
-) = range(18)
-N_F = 18
+    F_DPEND_N,
+) = range(19)
+N_F = 19
 # Parameters
 (PR_DEBOUNCE_US, PR_DEBOUNCE_RATIO_PCT, PR_DOUBLE_HIT_US, PR_QUIET_US, PR_STILL_FRAMES,
  PR_CUE_WAIT_US, PR_CONTACT_GAP_US, PR_REST_FRAMES) = range(8)
@@ -121,7 +122,9 @@ BC_X, BC_Y = col("BALL_CLICK", "x_mm"), col("BALL_CLICK", "y_mm")
 KP_KEY, KP_ARG = col("KEYPAD", "key"), col("KEYPAD", "arg")
 BT_COUNT = col("BALL_TRACK", "count")
 
-AT_REST_PENALTY_MM = 150.0  # a ball at rest rarely hits a cushion or drops
+# A ball at rest hits a cushion or drops only when driven (a frozen ball pushed into
+# its cushion): a small handicap, so position (the sensor's pos_mm) decides.
+AT_REST_PENALTY_MM = 20.0
 ATTRIBUTION_LIMIT_MM = 300.0
 CONTACT_TOLERANCE_MM = 3.0  # overlap beyond the tracker noise that proves a contact
 CLICK_PAIR_GAP_MM = 20.0
@@ -129,6 +132,8 @@ CLICK_RADIUS_MM = 200.0  # acoustic position σ 30 mm, plus the pair's spread
 NEIGHBOUR_MM = 10.0  # a ball starting to move this close to a mover was hit by it
 DEVIATION_MM = 1.5  # a contact turns a ball off its straight line by more than the tracker noise
 TOUCHING_MM = 5.0  # two balls at rest this close may click when a third drives into them
+CLICK_WAIT_US = 10_000  # a contact seen in the trajectories waits this long for its click
+HELD_CONTACTS = 64
 
 
 @njit(cache=True)
@@ -277,9 +282,62 @@ def _contact_time(pi, pj, vi, vj, D, span):
 
 
 @njit(cache=True)
+def _acoustic_up(fs):
+    return ((fs[F_PRESENT] >> ACOUSTIC) & 1) != 0 and ((fs[F_DOWN] >> ACOUSTIC) & 1) == 0
+
+
+@njit(cache=True)
+def _held(fs, dpend, i, j, t):
+    """The held trajectory contact of pair (i, j) near hub time t, or -1."""
+    for q in range(fs[F_DPEND_N]):
+        if dpend[q, 1] == i and dpend[q, 2] == j and abs(dpend[q, 0] - t) <= CLICK_WAIT_US:
+            return q
+    return -1
+
+
+@njit(cache=True)
+def _derive(ev, nev, fs, prm, pair_t, dpend, tau, i, j):
+    """A contact seen in the trajectories: emitted now, or, with a live acoustic node,
+    held ``CLICK_WAIT_US`` for the click that would time it exactly."""
+    if tau - pair_t[i, j] <= prm[PR_CONTACT_GAP_US]:
+        return nev
+    if _acoustic_up(fs):
+        for q in range(fs[F_DPEND_N]):
+            if dpend[q, 1] == i and dpend[q, 2] == j and abs(dpend[q, 0] - tau) <= prm[PR_CONTACT_GAP_US]:
+                return nev
+        if fs[F_DPEND_N] < dpend.shape[0]:
+            q = fs[F_DPEND_N]
+            dpend[q, 0], dpend[q, 1], dpend[q, 2] = tau, i, j
+            fs[F_DPEND_N] = q + 1
+            return nev
+    nev = _emit(ev, nev, fs, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+    pair_t[i, j] = tau
+    fs[F_LAST_ACT] = max(fs[F_LAST_ACT], tau)
+    return nev
+
+
+@njit(cache=True)
+def _release_derived(ev, nev, fs, prm, pair_t, dpend, now):
+    """Held trajectory contacts whose click did not come: emitted at their own time."""
+    q = 0
+    while q < fs[F_DPEND_N]:
+        if dpend[q, 0] + CLICK_WAIT_US < now:
+            tau, i, j = dpend[q, 0], dpend[q, 1], dpend[q, 2]
+            fs[F_DPEND_N] -= 1
+            dpend[q] = dpend[fs[F_DPEND_N]]
+            if tau - pair_t[i, j] > prm[PR_CONTACT_GAP_US]:
+                nev = _emit(ev, nev, fs, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+                pair_t[i, j] = tau
+                fs[F_LAST_ACT] = max(fs[F_LAST_ACT], tau)
+        else:
+            q += 1
+    return nev
+
+
+@njit(cache=True)
 def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t,
                  ev, nev, snaps, frozen, nsnap, paths, npath, pend_snap, pend_frozen,
-                 sb_t, sb_xy, sb_on, sb_mv, scratch_b, scratch_v):
+                 sb_t, sb_xy, sb_on, sb_mv, scratch_b, scratch_v, dpend):
     t = rw[C_HUB]
     ti = rw[C_TRACK]
     n = fs[F_TRK_N]
@@ -350,11 +408,7 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
                 if dev < DEVIATION_MM:
                     continue
                 s = _contact_time(trk_xy[p, i], trk_xy[p, j], vel[i], vel[j], D, dt)
-                tau = trk_t[p] + np.int64(s)
-                if tau - pair_t[i, j] > prm[PR_CONTACT_GAP_US]:
-                    nev = _emit(ev, nev, fs, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
-                    pair_t[i, j] = tau
-                    fs[F_LAST_ACT] = max(fs[F_LAST_ACT], tau)
+                nev = _derive(ev, nev, fs, prm, pair_t, dpend, trk_t[p] + np.int64(s), i, j)
         # line crossings from trajectories when there is no curtain
         if ((fs[F_PRESENT] >> LINES) & 1) == 0:
             for b in range(16):
@@ -387,6 +441,9 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
                 lo, hi = min(b, o), max(b, o)
                 if o != b and pair_t[lo, hi] >= trk_t[p] - prm[PR_CONTACT_GAP_US]:
                     caused = True
+            for q in range(fs[F_DPEND_N]):
+                if (dpend[q, 1] == b or dpend[q, 2] == b) and dpend[q, 0] >= trk_t[p] - prm[PR_CONTACT_GAP_US]:
+                    caused = True
             if not caused:
                 best, best_d = -1, D + NEIGHBOUR_MM
                 for o in range(16):
@@ -397,9 +454,10 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
                         best, best_d = o, d
                 if best >= 0:
                     lo, hi = min(b, best), max(b, best)
-                    tau = trk_t[p] + np.int64(dt / 2)
-                    nev = _emit(ev, nev, fs, tau, EV_BALL_CONTACT, lo, hi, 0, 0, 0, 0)
-                    pair_t[lo, hi] = tau
+                    # when the mover, on its course since the last frame, came one diameter from b
+                    s = _contact_time(trk_xy[p, best], trk_xy[p, b], vel[best], vel[b], D, dt)
+                    tau = trk_t[p] + np.int64(s if 0.0 < s < dt else dt / 2)
+                    nev = _derive(ev, nev, fs, prm, pair_t, dpend, tau, lo, hi)
                     caused = True
             if not caused:
                 nev = _emit(ev, nev, fs, trk_t[p], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
@@ -462,7 +520,7 @@ def _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_
 @njit(cache=True)
 def fuse(
     store, synthetic, index, tracks, upto, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t, cushion_last,
-    pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv, ev, snaps, frozen, paths,
+    pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv, dpend, ev, snaps, frozen, paths,
 ):
     """Rows in hub order -> event records; returns (events, snapshots, path points, safe time).
 
@@ -485,6 +543,7 @@ def fuse(
         mtype = rw[C_TYPE]
         nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, t, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
                                        trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
+        nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, t)
         fs[F_NOW] = max(fs[F_NOW], t)
         tracked = _tracker_alive(fs)
         if mtype == T_TRACK:
@@ -492,7 +551,7 @@ def fuse(
                 nev, nsnap, npath = _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv,
                                                  rest_xy, rest_n, pair_t, ev, nev, snaps, frozen, nsnap, paths,
                                                  npath, pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv,
-                                                 scratch_b, scratch_v)
+                                                 scratch_b, scratch_v, dpend)
         elif mtype == T_CUSHION:
             c = rw[CH_CUSHION]
             amp = rw[CH_AMP]
@@ -546,9 +605,16 @@ def fuse(
                                 continue  # two balls at rest click only if touching (a cluster)
                             gap += TOUCHING_MM
                         far = np.hypot((xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy)
-                        if gap < CLICK_PAIR_GAP_MM and far < CLICK_RADIUS_MM and gap + 0.2 * far < best_s:
-                            best_i, best_j, best_s = i, j, gap + 0.2 * far
+                        held = _held(fs, dpend, i, j, t) >= 0
+                        if (gap < CLICK_PAIR_GAP_MM or held) and far < CLICK_RADIUS_MM:
+                            cost = min(gap, CLICK_PAIR_GAP_MM) + 0.2 * far - (CLICK_PAIR_GAP_MM if held else 0.0)
+                            if cost < best_s:
+                                best_i, best_j, best_s = i, j, cost
                 if best_i >= 0:
+                    q = _held(fs, dpend, best_i, best_j, t)
+                    if q >= 0:  # the trajectories saw it too: the click gives the time
+                        fs[F_DPEND_N] -= 1
+                        dpend[q] = dpend[fs[F_DPEND_N]]
                     nev = _emit(ev, nev, fs, t, EV_BALL_CONTACT, best_i, best_j, 0, 0, 0, 0)
                     pair_t[best_i, best_j] = t
                     fs[F_LAST_ACT] = t
@@ -624,9 +690,12 @@ def fuse(
                         rw[H_WID], rw[H_BALL])
     nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
                                    trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
+    nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, upto)
     fs[F_NOW] = max(fs[F_NOW], upto)
     # the earliest hub time a later emission may still carry
     safe = fs[F_NOW]
+    for q in range(fs[F_DPEND_N]):
+        safe = min(safe, dpend[q, 0])
     if _tracker_alive(fs):
         safe = min(safe, trk_t[(fs[F_TRK_N] - 1) % HISTORY])
         if fs[F_STILL_RUN] > 0 and (fs[F_IN_SHOT] or fs[F_DIRTY]):
