@@ -31,6 +31,7 @@ from .verdicts import Comparison, compare
 DEFAULT_CORPUS = Path(__file__).resolve().parent / "corpus"
 EXPECT_SUFFIX = ".expect.json"
 DEFAULT_SECONDS = 10.0
+WARM_UP_CAPTURE = DEFAULT_CORPUS / "double_hit.full.bin"  # small, and every message kind
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -148,12 +149,31 @@ class CaptureItem(pytest.Item):
 # ---------------------------------------------------------------- live rig fixtures
 
 
+def warm_up(capture: Path = WARM_UP_CAPTURE) -> None:
+    """Run the live path's kernels once, here, in the calling thread.
+
+    numba compiles on first use.  Left to the daemon, a cold cache (a fresh
+    clone, a changed kernel) costs seconds of a timed live test, and the
+    compile happens in a worker thread, which numba's type registry does not
+    always survive.  The daemon's steps are feed, tick and flush, so warm all three.
+    """
+    import time
+
+    from firmware_host.pipeline import Pipeline
+
+    pipe = Pipeline()
+    pipe.feed(capture.read_bytes(), time.monotonic_ns())
+    pipe.tick(time.monotonic_ns())
+    pipe.flush()
+
+
 @pytest.fixture(scope="session")
 def hil_port(pytestconfig: pytest.Config) -> str:
-    """The live table's URL; skips the test when none was given."""
+    """The live table's URL (skips the test when none was given), with the pipeline compiled."""
     url = pytestconfig.getoption("--hil-port")
     if not url:
         pytest.skip("needs a live table: --hil-port URL")
+    warm_up()
     return str(url)
 
 
