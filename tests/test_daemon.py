@@ -24,6 +24,9 @@ def referee_live(wire, tmp_path: Path, timeout_s: float = 120.0):
     lines: list[dict] = []
     events: list[dict] = []
     stop = threading.Event()
+    # Compile (or load) the numba kernels here: numba's first compile is not
+    # safe to run in two threads at once.
+    replay(b"".join(wire.chunks))
     hub = VirtualHub(wire, speed=SPEED)
     try:
         daemon = Daemon(
