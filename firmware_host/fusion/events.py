@@ -70,11 +70,12 @@ class FusionState:
         self.sb_on = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
         self.sb_mv = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
         self.dpend = np.zeros((k.HELD_CONTACTS, 3), np.int64)
+        self.moved = np.full((16, 3), -1, np.int64)  # ball_moved pending: event t, frame t; last start
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return (self.fs, self.prm, self.geo, self.trk_t, self.trk_xy, self.trk_on, self.trk_mv, self.rest_xy,
                 self.rest_n, self.pair_t, self.cushion_last, self.pend_snap, self.pend_frozen, self.sb_t,
-                self.sb_xy, self.sb_on, self.sb_mv, self.dpend)
+                self.sb_xy, self.sb_on, self.sb_mv, self.dpend, self.moved)
 
 
 def _ball(b: int) -> int | None:

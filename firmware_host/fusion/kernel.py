@@ -133,6 +133,7 @@ NEIGHBOUR_MM = 10.0  # a ball starting to move this close to a mover was hit by 
 DEVIATION_MM = 1.5  # a contact turns a ball off its straight line by more than the tracker noise
 TOUCHING_MM = 5.0  # two balls at rest this close may click when a third drives into them
 CLICK_WAIT_US = 10_000  # a contact seen in the trajectories waits this long for its click
+CUE_GRACE_US = 3_000  # a tracker frame may show the struck ball moving this long before the tip's stamp
 HELD_CONTACTS = 64
 
 
@@ -335,9 +336,19 @@ def _release_derived(ev, nev, fs, prm, pair_t, dpend, now):
 
 
 @njit(cache=True)
+def _release_moved(ev, nev, fs, moved, now):
+    """Balls that started moving with no cause, once no tip contact can claim them any more."""
+    for b in range(16):
+        if moved[b, 1] >= 0 and moved[b, 1] + CUE_GRACE_US < now:
+            nev = _emit(ev, nev, fs, moved[b, 0], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
+            moved[b, 1] = -1
+    return nev
+
+
+@njit(cache=True)
 def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t,
                  ev, nev, snaps, frozen, nsnap, paths, npath, pend_snap, pend_frozen,
-                 sb_t, sb_xy, sb_on, sb_mv, scratch_b, scratch_v, dpend):
+                 sb_t, sb_xy, sb_on, sb_mv, scratch_b, scratch_v, dpend, moved):
     t = rw[C_HUB]
     ti = rw[C_TRACK]
     n = fs[F_TRK_N]
@@ -367,6 +378,8 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
             any_moving = True
     if any_moving:
         fs[F_LAST_ACT] = t
+        if fs[F_IN_SHOT]:
+            fs[F_MOVED] = 1
     moved_before = False
     if n >= 1:
         for b in range(16):
@@ -377,6 +390,8 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
         started = scratch_b
         for b in range(16):
             started[b] = trk_on[k, b] and trk_on[p, b] and trk_mv[k, b] and not trk_mv[p, b]
+            if started[b]:
+                moved[b, 2] = t
         # velocities (mm/µs) over the previous frame pair
         vel = scratch_v
         vel[:, :] = 0.0
@@ -460,7 +475,8 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
                     nev = _derive(ev, nev, fs, prm, pair_t, dpend, tau, lo, hi)
                     caused = True
             if not caused:
-                nev = _emit(ev, nev, fs, trk_t[p], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
+                # unexplained so far: a tip contact stamped up to CUE_GRACE_US later still claims it
+                moved[b, 0], moved[b, 1] = trk_t[p], t
                 if not fs[F_IN_SHOT]:
                     fs[F_DIRTY] = 1
     if fs[F_CUE_PENDING] and t > fs[F_CUE_T] + prm[PR_CUE_WAIT_US]:
@@ -520,7 +536,7 @@ def _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_
 @njit(cache=True)
 def fuse(
     store, synthetic, index, tracks, upto, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t, cushion_last,
-    pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv, dpend, ev, snaps, frozen, paths,
+    pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv, dpend, moved, ev, snaps, frozen, paths,
 ):
     """Rows in hub order -> event records; returns (events, snapshots, path points, safe time).
 
@@ -544,6 +560,7 @@ def fuse(
         nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, t, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
                                        trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
         nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, t)
+        nev = _release_moved(ev, nev, fs, moved, t)
         fs[F_NOW] = max(fs[F_NOW], t)
         tracked = _tracker_alive(fs)
         if mtype == T_TRACK:
@@ -551,7 +568,7 @@ def fuse(
                 nev, nsnap, npath = _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv,
                                                  rest_xy, rest_n, pair_t, ev, nev, snaps, frozen, nsnap, paths,
                                                  npath, pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv,
-                                                 scratch_b, scratch_v, dpend)
+                                                 scratch_b, scratch_v, dpend, moved)
         elif mtype == T_CUSHION:
             c = rw[CH_CUSHION]
             amp = rw[CH_AMP]
@@ -643,6 +660,18 @@ def fuse(
                     # the layout before the shot, kept until the struck ball is known
                     _snapshot(pend_snap, pend_frozen, 0, rest_xy, rest_n, trk_xy, trk_on, fs, geo)
                     fs[F_CUE_PENDING] = 1
+                    # the tracker may have seen the struck ball move a frame before this stamp
+                    early, early_d = -1, -1.0
+                    k = (fs[F_TRK_N] - 1) % HISTORY
+                    for b in range(16):
+                        if moved[b, 2] >= t - CUE_GRACE_US:
+                            d = np.hypot(trk_xy[k, b, 0] - rest_xy[b, 0], trk_xy[k, b, 1] - rest_xy[b, 1])
+                            if d > early_d:
+                                early, early_d = b, d
+                    if early >= 0:
+                        moved[early, 1] = -1
+                        nev, nsnap = _start_shot_event(ev, nev, fs, early, snaps, frozen, nsnap, pend_snap,
+                                                       pend_frozen, True)
                     k = (fs[F_TRK_N] - 1) % HISTORY
                     sb_t[0] = trk_t[k]
                     for b in range(16):
@@ -691,11 +720,15 @@ def fuse(
     nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
                                    trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
     nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, upto)
+    nev = _release_moved(ev, nev, fs, moved, upto)
     fs[F_NOW] = max(fs[F_NOW], upto)
     # the earliest hub time a later emission may still carry
     safe = fs[F_NOW]
     for q in range(fs[F_DPEND_N]):
         safe = min(safe, dpend[q, 0])
+    for b in range(16):
+        if moved[b, 1] >= 0:
+            safe = min(safe, moved[b, 0])
     if _tracker_alive(fs):
         safe = min(safe, trk_t[(fs[F_TRK_N] - 1) % HISTORY])
         if fs[F_STILL_RUN] > 0 and (fs[F_IN_SHOT] or fs[F_DIRTY]):
