@@ -188,16 +188,23 @@ def _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, out_xy, out_on, penalty):
 
 
 @njit(cache=True)
-def _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_xy, trk_on, fs, geo):
-    """Positions (rest average where the ball is still) and frozen cushions of every present ball."""
-    k = (fs[F_TRK_N] - 1) % HISTORY
+def _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t):
+    """Positions at hub time t (rest average where the ball is still, carried on where it
+    moves) and frozen cushions of every present ball."""
+    n = fs[F_TRK_N]
+    k = (n - 1) % HISTORY
+    p = (n - 2) % HISTORY
     for b in range(16):
-        on = fs[F_TRK_N] > 0 and trk_on[k, b]
+        on = n > 0 and trk_on[k, b]
         snaps[nsnap, b, 2] = 1.0 if on else 0.0
         if rest_n[b] > 0:
             x, y = rest_xy[b, 0], rest_xy[b, 1]
         else:
             x, y = trk_xy[k, b, 0], trk_xy[k, b, 1]
+            if n >= 2 and trk_on[p, b] and trk_mv[k, b] and trk_t[k] > trk_t[p]:
+                f = (t - trk_t[k]) / (trk_t[k] - trk_t[p])
+                x += (trk_xy[k, b, 0] - trk_xy[p, b, 0]) * f
+                y += (trk_xy[k, b, 1] - trk_xy[p, b, 1]) * f
         snaps[nsnap, b, 0] = x
         snaps[nsnap, b, 1] = y
         frozen[nsnap, b] = frozen_mask(geo, x, y) if on and rest_n[b] > 0 else 0
@@ -206,14 +213,14 @@ def _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_xy, trk_on, fs, geo):
 
 @njit(cache=True)
 def _end_shot(ev, nev, fs, t, flags, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
-              trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, with_tracker):
+              trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, with_tracker):
     nev = _emit(ev, nev, fs, t, EV_SHOT_END, -1, 0, 0, 0, 0, 0)
     ev[nev - 1, O_FLAGS] = flags
     if nsnap >= snaps.shape[0]:
         with_tracker = False
     if with_tracker:
         ev[nev - 1, O_SNAP] = nsnap
-        nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_xy, trk_on, fs, geo)
+        nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t)
         ev[nev - 1, O_PATH0] = npath
         n = fs[F_SB_N]
         keep = np.empty(n, np.bool_)
@@ -508,20 +515,20 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
         if fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_STILL_FRAMES]:
             if not fs[F_CUE_PENDING] and fs[F_MOVED]:
                 nev, nsnap, npath = _end_shot(ev, nev, fs, fs[F_STILL_T], FLAG_CERTAIN, snaps, frozen, nsnap,
-                                              paths, npath, rest_xy, rest_n, trk_xy, trk_on,
+                                              paths, npath, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv,
                                               sb_t, sb_xy, sb_on, sb_mv, geo, True)
         elif not fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_REST_FRAMES]:
             if fs[F_DIRTY]:
                 nev = _emit(ev, nev, fs, fs[F_STILL_T], EV_REST, -1, 0, 0, 0, 0, 0)
                 ev[nev - 1, O_SNAP] = nsnap
-                nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_xy, trk_on, fs, geo)
+                nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t)
                 fs[F_DIRTY] = 0
     return nev, nsnap, npath
 
 
 @njit(cache=True)
 def _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
-               trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen):
+               trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen):
     """No live tracker: a shot ends ``quiet_us`` after the last sensor activity (uncertain)."""
     if fs[F_IN_SHOT] and not _tracker_alive(fs):
         deadline = fs[F_LAST_ACT] + prm[PR_QUIET_US]
@@ -529,7 +536,7 @@ def _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_
             if fs[F_CUE_PENDING]:
                 nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, False)
             nev, nsnap, npath = _end_shot(ev, nev, fs, deadline, 0, snaps, frozen, nsnap, paths, npath,
-                                          rest_xy, rest_n, trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, False)
+                                          rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, False)
     return nev, nsnap, npath
 
 
@@ -558,7 +565,8 @@ def fuse(
         t = rw[C_HUB]
         mtype = rw[C_TYPE]
         nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, t, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
-                                       trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
+                                       trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap,
+                                       pend_frozen)
         nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, t)
         nev = _release_moved(ev, nev, fs, moved, t)
         fs[F_NOW] = max(fs[F_NOW], t)
@@ -647,7 +655,7 @@ def fuse(
                                                        pend_frozen, tracked)
                     flags = FLAG_CERTAIN | FLAG_INTERRUPTED if tracked else 0
                     nev, nsnap, npath = _end_shot(ev, nev, fs, t, flags, snaps, frozen, nsnap, paths, npath,
-                                                  rest_xy, rest_n, trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv,
+                                                  rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv,
                                                   geo, tracked)
                 fs[F_SHOT] += 1
                 fs[F_IN_SHOT] = 1
@@ -658,7 +666,7 @@ def fuse(
                 fs[F_SB_N] = 0
                 if tracked:
                     # the layout before the shot, kept until the struck ball is known
-                    _snapshot(pend_snap, pend_frozen, 0, rest_xy, rest_n, trk_xy, trk_on, fs, geo)
+                    _snapshot(pend_snap, pend_frozen, 0, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t)
                     fs[F_CUE_PENDING] = 1
                     # the tracker may have seen the struck ball move a frame before this stamp
                     early, early_d = -1, -1.0
@@ -706,7 +714,7 @@ def fuse(
                     nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen,
                                                    tracked)
                 nev, nsnap, npath = _end_shot(ev, nev, fs, t, 0, snaps, frozen, nsnap, paths, npath, rest_xy,
-                                              rest_n, trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, False)
+                                              rest_n, trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, False)
             fs[F_PRESENT] = rw[H_PRESENT] | 1
             fs[F_DOWN] = 0
             fs[F_TRK_N] = 0
@@ -718,7 +726,8 @@ def fuse(
             nev = _emit(ev, nev, fs, t, EV_BOOT, -1, rw[H_BOOT], rw[H_PRESENT], rw[H_LEN],
                         rw[H_WID], rw[H_BALL])
     nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
-                                   trk_xy, trk_on, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen)
+                                   trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap,
+                                   pend_frozen)
     nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, upto)
     nev = _release_moved(ev, nev, fs, moved, upto)
     fs[F_NOW] = max(fs[F_NOW], upto)
