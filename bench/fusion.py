@@ -63,8 +63,13 @@ def main() -> None:
     data = path.read_bytes()
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        out = subprocess.run([sys.executable, "-c", COLD, str(path)], env=env, capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", COLD, str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         cold = float(out.stdout.split()[-1])
 
     from firmware_host.fusion.compare import score
@@ -98,11 +103,15 @@ def main() -> None:
     t_fusion = time.perf_counter() - t0
     assert len(events_from_rows(rows, tracks)) == len(events)
 
-    print(f"capture: {args.minutes:g} min full sensors, {len(data) / 1e6:.1f} MB, {decoded.stats.frames} frames, "
-          f"{len(events)} events")
+    print(
+        f"capture: {args.minutes:g} min full sensors, {len(data) / 1e6:.1f} MB, {decoded.stats.frames} frames, "
+        f"{len(events)} events"
+    )
     print(f"cold compile (empty numba cache, small capture): {cold:.1f} s")
-    print(f"warm, capture -> events: {total:.2f} s  (decode + rows {t_decode:.2f} s, timeline {t_timeline:.2f} s, "
-          f"fusion {t_fusion:.2f} s)")
+    print(
+        f"warm, capture -> events: {total:.2f} s  (decode + rows {t_decode:.2f} s, timeline {t_timeline:.2f} s, "
+        f"fusion {t_fusion:.2f} s)"
+    )
     truth = [json.loads(line) for line in truth_path.read_text().splitlines()]
     scores, far, close, _ = score(events, [e for e in truth if "type" in e])
     print("against the ground truth:\n" + "\n".join(f"  {s}" for s in scores))

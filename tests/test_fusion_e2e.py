@@ -17,7 +17,9 @@ from protocol.decoder import StreamDecoder
 
 
 @cache
-def played(minutes: float, seed: int, sensors: str = "full", faults: str = "") -> tuple[bytes, list[dict]]:
+def played(
+    minutes: float, seed: int, sensors: str = "full", faults: str = ""
+) -> tuple[bytes, list[dict]]:
     match = random_match(seed=seed, minutes=minutes)
     cfg = HubConfig(sensors=sensors, near_wrap=True, seed=seed, faults=FaultPlan.parse(faults))
     wire = build_wire(match, cfg)
@@ -34,7 +36,15 @@ def test_events_are_in_hub_time_order_and_every_kind_is_there():
     ours = fused(10.0, 5, faults="reboot@300")
     assert [e["t_us"] for e in ours] == sorted(e["t_us"] for e in ours)
     kinds = {e["type"] for e in ours}
-    assert {"boot", "shot_start", "cue_contact", "ball_contact", "cushion", "line_cross", "shot_end"} <= kinds
+    assert {
+        "boot",
+        "shot_start",
+        "cue_contact",
+        "ball_contact",
+        "cushion",
+        "line_cross",
+        "shot_end",
+    } <= kinds
     ends = [e for e in ours if e["type"] == "shot_end"]
     assert all(e["certain"] for e in ends) and any(e["paths"] for e in ends)
 
@@ -51,7 +61,9 @@ def test_order_and_attribution_against_the_truth(capsys):
         assert by[kind].found >= 0.97 * by[kind].truth, kind
     for kind in ("cushion", "pocket", "line_cross", "shot_start"):
         assert by[kind].right >= 0.995 * by[kind].found, kind
-    assert by["ball_contact"].right >= 0.9 * by["ball_contact"].found  # rack breaks: see docs/timing.md
+    assert (
+        by["ball_contact"].right >= 0.9 * by["ball_contact"].found
+    )  # rack breaks: see docs/timing.md
     assert not bad and far == 1.0
 
 
@@ -71,7 +83,9 @@ def test_live_in_random_chunks_gives_the_batch_events(seed):
     data, _ = played(3.0, 8, faults="reboot@100")
     rng = np.random.default_rng(seed)
     dec, stream, live = StreamDecoder(), EventStream(), []
-    for chunk in np.split(np.frombuffer(data, np.uint8), np.sort(rng.choice(len(data), 3000, replace=False))):
+    for chunk in np.split(
+        np.frombuffer(data, np.uint8), np.sort(rng.choice(len(data), 3000, replace=False))
+    ):
         live += stream.feed(dec.feed(chunk.tobytes()))
     live += stream.flush()
     assert live == events_from_capture(data)
@@ -95,8 +109,14 @@ def test_live_events_come_out_soon_after_they_happen(capsys):
     with capsys.disabled():
         print("\nlive: event released after its hub time (ms), p50 / p99 / max:")
         for kind, ms in sorted(lag.items()):
-            print(f"  {kind:12s} {np.median(ms):6.1f} {np.percentile(ms, 99):6.1f} {np.max(ms):7.1f}  (n={len(ms)})")
+            print(
+                f"  {kind:12s} {np.median(ms):6.1f} {np.percentile(ms, 99):6.1f} {np.max(ms):7.1f}  (n={len(ms)})"
+            )
     # every event a sensor or a contact stamps: within 50 ms of the event itself, so within
     # 50 ms of its frame's arrival; shot_end waits for its still frames, rest for a quiet second
-    sensed = [k for k in ("cushion", "pocket", "line_cross", "cue_contact", "shot_start", "ball_contact") if k in lag]
+    sensed = [
+        k
+        for k in ("cushion", "pocket", "line_cross", "cue_contact", "shot_start", "ball_contact")
+        if k in lag
+    ]
     assert max(max(lag[k]) for k in sensed) <= 50

@@ -9,8 +9,15 @@ from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.capture import truth_lines
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 
-NAMES = ("break_12_1_1", "double_hit", "early_shot_14_2", "ball_nudged_17", "push_19_2_45deg_fail",
-         "note2_declared", "item20_2c")
+NAMES = (
+    "break_12_1_1",
+    "double_hit",
+    "early_shot_14_2",
+    "ball_nudged_17",
+    "push_19_2_45deg_fail",
+    "note2_declared",
+    "item20_2c",
+)
 
 
 def _of(events: list[dict], kind: str, *keys: str) -> list[tuple]:
@@ -23,9 +30,12 @@ def test_shots_struck_balls_interruptions_moved_balls_and_frozen_balls_as_the_tr
     wire = build_wire(match, HubConfig(sensors="full", seed=1))
     truth = [e for e in truth_lines(match, wire) if "type" in e]
     ours = events_from_capture(b"".join(wire.chunks))
-    assert _of(ours, "shot_start", "shot", "cue_ball", "frozen") == _of(truth, "shot_start", "shot", "cue_ball", "frozen")
-    assert _of(ours, "shot_end", "shot", "interrupted", "certain") == _of(truth, "shot_end", "shot", "interrupted",
-                                                                          "certain")
+    assert _of(ours, "shot_start", "shot", "cue_ball", "frozen") == _of(
+        truth, "shot_start", "shot", "cue_ball", "frozen"
+    )
+    assert _of(ours, "shot_end", "shot", "interrupted", "certain") == _of(
+        truth, "shot_end", "shot", "interrupted", "certain"
+    )
     assert _of(ours, "cue_contact", "shot") == _of(truth, "cue_contact", "shot")
     assert _of(ours, "ball_moved", "ball") == _of(truth, "ball_moved", "ball")
     assert _of(ours, "pocket", "ball", "pocket") == _of(truth, "pocket", "ball", "pocket")
@@ -33,7 +43,9 @@ def test_shots_struck_balls_interruptions_moved_balls_and_frozen_balls_as_the_tr
     for kind, tol_mm in (("shot_start", 2.0), ("shot_end", 3.0)):
         for mine, true in zip(_of(ours, kind, "balls"), _of(truth, kind, "balls"), strict=True):
             assert set(mine[0]) == set(true[0])
-            assert all(abs(a - b) <= tol_mm for k in true[0] for a, b in zip(mine[0][k], true[0][k])), kind
+            assert all(
+                abs(a - b) <= tol_mm for k in true[0] for a, b in zip(mine[0][k], true[0][k])
+            ), kind
 
 
 @pytest.mark.parametrize("sensors", ["minimum", "middle"])

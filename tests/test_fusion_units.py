@@ -8,7 +8,17 @@ import pytest
 from firmware_host.fusion.events import Fusion
 from firmware_host.fusion.geometry import frozen_mask, geometry
 from firmware_host.fusion.paths import simplify
-from firmware_host.timing.rows import C_HUB, C_TRACK, C_TYPE, N_COLS, NODE_SILENT, P0, col, pack_tracks, type_of
+from firmware_host.timing.rows import (
+    C_HUB,
+    C_TRACK,
+    C_TYPE,
+    N_COLS,
+    NODE_SILENT,
+    P0,
+    col,
+    pack_tracks,
+    type_of,
+)
 from firmware_host.timing.timeline import Ordered
 from protocol.geometry import DEFAULT_TABLE
 
@@ -26,8 +36,15 @@ def row(t_us: int, name: str, **fields: int) -> np.ndarray:
 
 
 def hello(nodes: int) -> np.ndarray:
-    return row(0, "HELLO", boot_id=7, nodes_present=nodes, table_length_mm=int(L), table_width_mm=int(W),
-               ball_diameter_um=int(D * 1000))
+    return row(
+        0,
+        "HELLO",
+        boot_id=7,
+        nodes_present=nodes,
+        table_length_mm=int(L),
+        table_width_mm=int(W),
+        ball_diameter_um=int(D * 1000),
+    )
 
 
 def fuse(rows: list[np.ndarray], tracks: np.ndarray | None = None, chunks: int = 1) -> list[dict]:
@@ -53,51 +70,115 @@ def of(events: list[dict], kind: str) -> list[dict]:
 @pytest.mark.parametrize(
     ("second", "kept"),
     [
-        ({"t": 2_000, "cushion": 1, "amplitude": 300}, False),  # ring-down: same cushion, soon, weak
+        (
+            {"t": 2_000, "cushion": 1, "amplitude": 300},
+            False,
+        ),  # ring-down: same cushion, soon, weak
         ({"t": 2_000, "cushion": 1, "amplitude": 500}, True),  # over 40 %: a new impact
         ({"t": 5_000, "cushion": 1, "amplitude": 300}, True),  # after 4 ms
         ({"t": 2_000, "cushion": 2, "amplitude": 300}, True),  # another cushion
     ],
 )
 def test_cushion_ring_down_is_one_impact(second, kept):
-    rows = [hello(MINIMUM), row(1_000_000, "CUSHION_HIT", cushion=1, pos_mm=500, amplitude=1000),
-            row(1_000_000 + second["t"], "CUSHION_HIT", cushion=second["cushion"], pos_mm=500,
-                amplitude=second["amplitude"])]
+    rows = [
+        hello(MINIMUM),
+        row(1_000_000, "CUSHION_HIT", cushion=1, pos_mm=500, amplitude=1000),
+        row(
+            1_000_000 + second["t"],
+            "CUSHION_HIT",
+            cushion=second["cushion"],
+            pos_mm=500,
+            amplitude=second["amplitude"],
+        ),
+    ]
     assert len(of(fuse(rows), "cushion")) == (2 if kept else 1)
 
 
 def test_without_tracker_no_ball_is_claimed_and_the_shot_ends_uncertain_after_quiet():
-    rows = [hello(MINIMUM), row(1_000_000, "CUE_CONTACT", duration_us=1500, peak_force_dn=900),
-            row(1_200_000, "CUSHION_HIT", cushion=3, pos_mm=800, amplitude=2000),
-            row(1_500_000, "POCKET_DROP", pocket=2, colour=1, beam_us=4000),
-            row(9_000_000, "KEYPAD", key=8, arg=0)]
+    rows = [
+        hello(MINIMUM),
+        row(1_000_000, "CUE_CONTACT", duration_us=1500, peak_force_dn=900),
+        row(1_200_000, "CUSHION_HIT", cushion=3, pos_mm=800, amplitude=2000),
+        row(1_500_000, "POCKET_DROP", pocket=2, colour=1, beam_us=4000),
+        row(9_000_000, "KEYPAD", key=8, arg=0),
+    ]
     events = fuse(rows)
-    assert [e["type"] for e in events] == ["boot", "shot_start", "cue_contact", "cushion", "pocket", "shot_end",
-                                           "keypad"]
+    assert [e["type"] for e in events] == [
+        "boot",
+        "shot_start",
+        "cue_contact",
+        "cushion",
+        "pocket",
+        "shot_end",
+        "keypad",
+    ]
     start, cue, cushion, pocket, end, key = events[1:]
-    assert start == {"t_us": 1_000_000, "type": "shot_start", "shot": 1, "cue_ball": None, "balls": {}, "frozen": {}}
+    assert start == {
+        "t_us": 1_000_000,
+        "type": "shot_start",
+        "shot": 1,
+        "cue_ball": None,
+        "balls": {},
+        "frozen": {},
+    }
     assert cue["duration_us"] == 1500 and cue["force_n"] == 90.0
-    assert cushion["ball"] is None and pocket == {**pocket, "ball": None, "colour": "coloured", "pocket": 2}
-    assert end == {"t_us": 1_500_000 + 4_000_000, "type": "shot_end", "shot": 1, "balls": {}, "certain": False,
-                   "interrupted": False, "paths": {}}
+    assert cushion["ball"] is None and pocket == {
+        **pocket,
+        "ball": None,
+        "colour": "coloured",
+        "pocket": 2,
+    }
+    assert end == {
+        "t_us": 1_500_000 + 4_000_000,
+        "type": "shot_end",
+        "shot": 1,
+        "balls": {},
+        "certain": False,
+        "interrupted": False,
+        "paths": {},
+    }
     assert key == {"t_us": 9_000_000, "type": "keypad", "shot": None, "key": "new_frame", "arg": 0}
 
 
 @pytest.mark.parametrize(("gap_us", "shots"), [(25_000, 1), (2_000_000, 2)])
 def test_second_tip_contact_is_the_same_stroke_only_when_soon(gap_us, shots):
-    rows = [hello(MINIMUM), row(1_000_000, "CUE_CONTACT", duration_us=1000, peak_force_dn=500),
-            row(1_000_000 + gap_us, "CUE_CONTACT", duration_us=1000, peak_force_dn=500)]
+    rows = [
+        hello(MINIMUM),
+        row(1_000_000, "CUE_CONTACT", duration_us=1000, peak_force_dn=500),
+        row(1_000_000 + gap_us, "CUE_CONTACT", duration_us=1000, peak_force_dn=500),
+    ]
     events = fuse(rows)
     assert len(of(events, "shot_start")) == shots and len(of(events, "cue_contact")) == 2
-    assert all(e["shot"] == (1 if i == 0 or shots == 1 else 2) for i, e in enumerate(of(events, "cue_contact")))
+    assert all(
+        e["shot"] == (1 if i == 0 or shots == 1 else 2)
+        for i, e in enumerate(of(events, "cue_contact"))
+    )
 
 
 def test_node_status_from_the_hub_and_from_silence():
-    rows = [hello(FULL), row(1_000, "NODE_STATUS", peer=6, code=1, detail=0), row(2_000, "NODE_SILENT", node=3)]
+    rows = [
+        hello(FULL),
+        row(1_000, "NODE_STATUS", peer=6, code=1, detail=0),
+        row(2_000, "NODE_SILENT", node=3),
+    ]
     got = of(fuse(rows), "node_status")
     assert got == [
-        {"t_us": 1_000, "type": "node_status", "shot": None, "node": "acoustic", "status": "offline", "source": "hub"},
-        {"t_us": 2_000, "type": "node_status", "shot": None, "node": "cue", "status": "offline", "source": "host"},
+        {
+            "t_us": 1_000,
+            "type": "node_status",
+            "shot": None,
+            "node": "acoustic",
+            "status": "offline",
+            "source": "hub",
+        },
+        {
+            "t_us": 2_000,
+            "type": "node_status",
+            "shot": None,
+            "node": "cue",
+            "status": "offline",
+            "source": "host",
+        },
     ]
 
 
@@ -169,7 +250,7 @@ def tracked_shot(frames_hz: float = 120.0):
 
 @pytest.mark.parametrize("chunks", [1, 37])
 def test_with_tracker_struck_ball_contact_cushion_and_paths(chunks):
-    rows, tracks, t_contact, t_cushion = tracked_shot()
+    rows, tracks, t_contact, _ = tracked_shot()
     events = fuse(rows, tracks, chunks)
     assert [e["t_us"] for e in events] == sorted(e["t_us"] for e in events)
     (start,) = of(events, "shot_start")

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from firmware_host.timing.clock_model import CAPACITY, MIN_DELAY_US, WINDOW_US, envelope_line, map_samples
+from firmware_host.timing.clock_model import (
+    CAPACITY,
+    MIN_DELAY_US,
+    WINDOW_US,
+    envelope_line,
+    map_samples,
+)
 from firmware_host.timing.synthetic import make_clocks, make_syncs
 from firmware_host.timing.unwrap import unwrap
 
@@ -29,7 +35,16 @@ def _scenario(seed: int, minutes: float = 20.0, per_node: int = 3000):
     q_arrive = q_hub + rng.uniform(0, 30_000, len(q_node))
     order = np.argsort(q_arrive)
     q_node, q_hub, q_n, q_arrive = q_node[order], q_hub[order], q_n[order], q_arrive[order]
-    return s_node, s_h % WRAP, s_n % WRAP, s_arrive, q_node, q_hub.astype(np.int64), q_n % WRAP, q_arrive
+    return (
+        s_node,
+        s_h % WRAP,
+        s_n % WRAP,
+        s_arrive,
+        q_node,
+        q_hub.astype(np.int64),
+        q_n % WRAP,
+        q_arrive,
+    )
 
 
 def _unwrap_per_node(s_node, s_h, s_n, s_arrive, q_node, q_n, q_arrive):
@@ -75,16 +90,22 @@ def test_mapping_error_within_the_issue_bounds_and_least_squares_misses_on_the_c
 
     # the strawman, on a subsample of the cue node (it is slow in Python)
     cue = np.flatnonzero(mapped & (q_node == 3))[::10]
-    ls_err = np.abs(_least_squares(s_node, s_n_u, s_h_u, q_node[cue], q_n_u[cue], q_after[cue]) - q_hub[cue])
+    ls_err = np.abs(
+        _least_squares(s_node, s_n_u, s_h_u, q_node[cue], q_n_u[cue], q_after[cue]) - q_hub[cue]
+    )
 
     with capsys.disabled():
         print(f"\nclock mapping error vs exact hub time, seed {seed} (µs):")
         for node in range(1, 8):
             e = err[mapped & (q_node == node)]
             p50, p99 = np.percentile(e, [50, 99])
-            print(f"  node {node}: p50 {p50:6.1f}  p99 {p99:6.1f}  max {e.max():7.1f}  (n={len(e)})")
+            print(
+                f"  node {node}: p50 {p50:6.1f}  p99 {p99:6.1f}  max {e.max():7.1f}  (n={len(e)})"
+            )
             assert p99 <= BOUND_US[node], (node, p99)
-        print(f"  cue, least squares: p50 {np.percentile(ls_err, 50):6.1f}  p99 {np.percentile(ls_err, 99):6.1f}")
+        print(
+            f"  cue, least squares: p50 {np.percentile(ls_err, 50):6.1f}  p99 {np.percentile(ls_err, 99):6.1f}"
+        )
     assert np.percentile(ls_err, 99) > BOUND_US[3]
     # the stated uncertainty covers the error nearly always
     assert np.mean(err[mapped] <= unc[mapped] + 10) > 0.95

@@ -8,7 +8,17 @@ import numpy as np
 import pytest
 
 from firmware_host.timing.rows import (
-    C_EPOCH, C_HUB, C_NODE, C_OFFSET, C_TRACK, C_TYPE, NODE_SILENT, P0, col, to_rows, type_of,
+    C_EPOCH,
+    C_HUB,
+    C_NODE,
+    C_OFFSET,
+    C_TRACK,
+    C_TYPE,
+    NODE_SILENT,
+    P0,
+    col,
+    to_rows,
+    type_of,
 )
 from firmware_host.timing.timeline import Ordered, Timeline, concat
 from firmware_host.virtual_table.faults import FaultPlan
@@ -30,16 +40,31 @@ def timing_match(duration_s: float, seed: int) -> MatchTruth:
 
     def sample(t: np.ndarray):
         n = len(np.atleast_1d(t))
-        return np.broadcast_to(xy, (n, 16, 2)).copy(), np.zeros((n, 16), np.uint8), np.ones((n, 16), bool)
+        return (
+            np.broadcast_to(xy, (n, 16, 2)).copy(),
+            np.zeros((n, 16), np.uint8),
+            np.ones((n, 16), bool),
+        )
 
     events = []
     for t in np.sort(rng.uniform(1, duration_s - 1, int(duration_s * 3))):
         ball, kind = int(rng.integers(0, 16)), rng.integers(0, 4)
         e = {"t_s": float(t), "shot": 1}
         if kind == 0:
-            e |= {"type": "cushion", "ball": ball, "cushion": int(rng.integers(0, 6)), "speed_mps": 1.0}
+            e |= {
+                "type": "cushion",
+                "ball": ball,
+                "cushion": int(rng.integers(0, 6)),
+                "speed_mps": 1.0,
+            }
         elif kind == 1:
-            e |= {"type": "pocket", "ball": ball, "pocket": int(rng.integers(0, 6)), "colour": "white", "speed_mps": 1.0}
+            e |= {
+                "type": "pocket",
+                "ball": ball,
+                "pocket": int(rng.integers(0, 6)),
+                "colour": "white",
+                "speed_mps": 1.0,
+            }
         elif kind == 2:
             e |= {"type": "cue_contact", "ball": ball, "duration_us": 1500, "force_n": 50.0}
         else:
@@ -93,7 +118,9 @@ def test_every_frame_maps_within_bounds_across_a_wrap_a_reboot_and_an_offline_no
             shift = real[hello, C_HUB][0] - t["stamp_hub_us"][hello][0]
             err = np.abs(real[:, C_HUB] - shift - t["stamp_hub_us"])
             # ring-down retriggers stamp a later ring of the same impact: not a timing error
-            phys = np.where(t["note"] == RING_DOWN, np.nan, np.abs(real[:, C_HUB] - shift - t["event_hub_us"]))
+            phys = np.where(
+                t["note"] == RING_DOWN, np.nan, np.abs(real[:, C_HUB] - shift - t["event_hub_us"])
+            )
             for node in range(8):
                 s = sel & (real[:, C_NODE] == node)
                 if node == 0 or not s.any():
@@ -101,18 +128,23 @@ def test_every_frame_maps_within_bounds_across_a_wrap_a_reboot_and_an_offline_no
                 p50, p99 = np.percentile(err[s], [50, 99])
                 e = phys[s & np.isfinite(phys)]
                 pe = f"{np.percentile(e, 50):6.1f} {np.percentile(e, 99):6.1f}" if len(e) else "  -"
-                print(f"  boot {epoch} node {node}: p50 {p50:5.1f} p99 {p99:5.1f} max {err[s].max():6.1f} | {pe}")
+                print(
+                    f"  boot {epoch} node {node}: p50 {p50:5.1f} p99 {p99:5.1f} max {err[s].max():6.1f} | {pe}"
+                )
                 assert p99 <= BOUND_US[node], (epoch, node, p99)
 
 
 def test_release_is_in_hub_time_order_and_passes_the_hubs_offline_notice():
-    data, truth = wire()
+    data, _ = wire()
     out = batch(data).rows
     assert np.all(np.diff(out[:, C_HUB]) >= 0)
     real = out[out[:, C_TYPE] < NODE_SILENT]
     assert len(np.unique(real[:, C_OFFSET])) == len(real)  # each frame once
     status = out[out[:, C_TYPE] == type_of("NODE_STATUS")]
-    assert status[:, [col("NODE_STATUS", "peer"), col("NODE_STATUS", "code")]].tolist() == [[4, 1], [4, 0]]
+    assert status[:, [col("NODE_STATUS", "peer"), col("NODE_STATUS", "code")]].tolist() == [
+        [4, 1],
+        [4, 0],
+    ]
     assert not np.any(out[:, C_TYPE] == NODE_SILENT)  # the hub said so: nothing to declare
 
 
@@ -133,7 +165,9 @@ def test_a_node_that_falls_silent_without_notice_is_declared_within_the_bound(no
     out = np.concatenate((tl.feed_rows(rows, tracks).rows, tl.flush().rows))
     silent = out[(out[:, C_TYPE] == NODE_SILENT) & (out[:, P0] == node)]
     assert len(silent) == 1
-    cut_at = out[(out[:, C_OFFSET] <= start) & (out[:, C_TYPE] < NODE_SILENT)][-1, C_HUB]  # hub time the node fell silent (± 30 ms)
+    cut_at = out[(out[:, C_OFFSET] <= start) & (out[:, C_TYPE] < NODE_SILENT)][
+        -1, C_HUB
+    ]  # hub time the node fell silent (± 30 ms)
     silence = Timeline().params.silence_us
     assert silence - 300_000 <= silent[0, C_HUB] - cut_at <= silence + 300_000
     # and the others kept flowing: rows after the declaration were released in order
@@ -159,7 +193,7 @@ def test_live_release_latency_per_frame_with_a_5ms_tick(capsys):
     sent = truth[truth["offset"] >= 0]
     arrival = sent["wire_hub_us"]  # one chunk per frame, read as its first byte leaves the hub
     # the host's clock: another crystal, 80 ppm fast, arbitrary origin
-    host_ns = lambda hub_us: int(((hub_us * (1 + 80e-6)) + 123_456_789) * 1000)  # noqa: E731
+    host_ns = lambda hub_us: int(((hub_us * (1 + 80e-6)) + 123_456_789) * 1000)
     dec, tl, lat = StreamDecoder(), Timeline(), []
     chunks = np.split(np.frombuffer(data, np.uint8), sent["offset"][1:])
     for i, chunk in enumerate(chunks):
@@ -176,6 +210,8 @@ def test_live_release_latency_per_frame_with_a_5ms_tick(capsys):
     lat = np.concatenate(lat) / 1000
     assert tl.counters["late"] == 0
     with capsys.disabled():
-        print(f"\nlive release latency after arrival (ms): p50 {np.median(lat):.1f} p99 "
-              f"{np.percentile(lat, 99):.1f} max {lat.max():.1f}")
+        print(
+            f"\nlive release latency after arrival (ms): p50 {np.median(lat):.1f} p99 "
+            f"{np.percentile(lat, 99):.1f} max {lat.max():.1f}"
+        )
     assert lat.max() <= 50

@@ -12,9 +12,14 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("capture", metavar="CAPTURE", help="raw capture (.bin, ICD §8); - for stdin")
     parser.add_argument(
-        "--frozen-gap", type=float, default=1.5, metavar="MM",
+        "capture", metavar="CAPTURE", help="raw capture (.bin, ICD §8); - for stdin"
+    )
+    parser.add_argument(
+        "--frozen-gap",
+        type=float,
+        default=1.5,
+        metavar="MM",
         help="a ball this close to a cushion nose rests against it (default 1.5)",
     )
 
@@ -33,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--frozen-gap {args.frozen_gap}: must not be negative")
     decoded = decode_capture(read_binary(args.capture))
     if decoded.stats.frames == 0:
-        raise UsageError(f"{args.capture}: no valid frame in {decoded.stats.bad_total} bad ones: not a capture")
+        raise UsageError(
+            f"{args.capture}: no valid frame in {decoded.stats.bad_total} bad ones: not a capture"
+        )
     rows, tracks = to_rows(decoded.tables, ROW_TYPES)
     stream = EventStream(fusion=FusionParams(frozen_gap_mm=args.frozen_gap))
     out = sys.stdout

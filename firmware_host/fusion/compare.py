@@ -14,8 +14,14 @@ import numpy as np
 
 Event = dict[str, Any]
 
-TOLERANCE_US = {"cushion": 1000, "pocket": 1000, "line_cross": 2000, "ball_contact": 5000, "cue_contact": 1000,
-                "shot_start": 1000}
+TOLERANCE_US = {
+    "cushion": 1000,
+    "pocket": 1000,
+    "line_cross": 2000,
+    "ball_contact": 5000,
+    "cue_contact": 1000,
+    "shot_start": 1000,
+}
 ATTRIBUTED = ("cushion", "pocket", "line_cross", "ball_contact")
 
 
@@ -53,7 +59,11 @@ def pair_up(ours: list[Event], truth: list[Event], kind: str) -> list[tuple[Even
         left = []
         for e in todo:
             d = np.where(used, np.inf, np.abs(times - e["t_us"])) if len(mine) else np.zeros(0)
-            near = [c for c in np.flatnonzero(d <= TOLERANCE_US[kind]) if not same_balls or key(mine[c]) == key(e)]
+            near = [
+                c
+                for c in np.flatnonzero(d <= TOLERANCE_US[kind])
+                if not same_balls or key(mine[c]) == key(e)
+            ]
             if near:
                 c = min(near, key=lambda c: d[c])
                 used[c] = True
@@ -76,7 +86,9 @@ class Score:
         return f"{self.kind:12s} truth {self.truth:5d} found {self.found:5d} ball right {self.right:5d} ({rate})"
 
 
-def score(ours: list[Event], truth: list[Event]) -> tuple[list[Score], float, float, list[tuple[Event, Event]]]:
+def score(
+    ours: list[Event], truth: list[Event]
+) -> tuple[list[Score], float, float, list[tuple[Event, Event]]]:
     """Per-kind scores; order agreement for pairs > 1 ms apart and for closer ones; the disagreeing pairs."""
     truth = on_our_clock(truth, ours)
     scores, matched = [], []
@@ -98,4 +110,9 @@ def score(ours: list[Event], truth: list[Event]) -> tuple[list[Score], float, fl
         close_n += close.sum()
         close_agree += (agree & close).sum()
         bad += [(matched[i][0], matched[j][0]) for j in np.flatnonzero(far & ~agree)[:1]]
-    return (scores, far_agree / far_n if far_n else 1.0, close_agree / close_n if close_n else 1.0, bad)
+    return (
+        scores,
+        far_agree / far_n if far_n else 1.0,
+        close_agree / close_n if close_n else 1.0,
+        bad,
+    )

@@ -43,8 +43,19 @@ class FusionParams:
     frozen_gap_mm: float = 1.5  # RULES.md: resting against a cushion
 
     def array(self) -> np.ndarray:
-        return np.array([self.debounce_us, self.debounce_ratio_pct, self.double_hit_us, self.quiet_us,
-                         self.still_frames, self.cue_wait_us, self.contact_gap_us, self.rest_frames], np.int64)
+        return np.array(
+            [
+                self.debounce_us,
+                self.debounce_ratio_pct,
+                self.double_hit_us,
+                self.quiet_us,
+                self.still_frames,
+                self.cue_wait_us,
+                self.contact_gap_us,
+                self.rest_frames,
+            ],
+            np.int64,
+        )
 
 
 class FusionState:
@@ -70,36 +81,76 @@ class FusionState:
         self.sb_on = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
         self.sb_mv = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
         self.dpend = np.zeros((k.HELD_CONTACTS, 3), np.int64)
-        self.moved = np.full((16, 3), -1, np.int64)  # ball_moved pending: event t, frame t; last start
+        self.moved = np.full(
+            (16, 3), -1, np.int64
+        )  # ball_moved pending: event t, frame t; last start
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        return (self.fs, self.prm, self.geo, self.trk_t, self.trk_xy, self.trk_on, self.trk_mv, self.rest_xy,
-                self.rest_n, self.pair_t, self.cushion_last, self.pend_snap, self.pend_frozen, self.sb_t,
-                self.sb_xy, self.sb_on, self.sb_mv, self.dpend, self.moved)
+        return (
+            self.fs,
+            self.prm,
+            self.geo,
+            self.trk_t,
+            self.trk_xy,
+            self.trk_on,
+            self.trk_mv,
+            self.rest_xy,
+            self.rest_n,
+            self.pair_t,
+            self.cushion_last,
+            self.pend_snap,
+            self.pend_frozen,
+            self.sb_t,
+            self.sb_xy,
+            self.sb_on,
+            self.sb_mv,
+            self.dpend,
+            self.moved,
+        )
 
 
 def _ball(b: int) -> int | None:
     return None if b < 0 else int(b)
 
 
-def _layout(snap: np.ndarray, frozen: np.ndarray) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
-    balls = {str(b): [round(float(snap[b, 0]), 1), round(float(snap[b, 1]), 1)] for b in range(16) if snap[b, 2]}
-    rest = {str(b): [c for c in range(6) if frozen[b] >> c & 1] for b in range(16) if snap[b, 2] and frozen[b]}
+def _layout(
+    snap: np.ndarray, frozen: np.ndarray
+) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    balls = {
+        str(b): [round(float(snap[b, 0]), 1), round(float(snap[b, 1]), 1)]
+        for b in range(16)
+        if snap[b, 2]
+    }
+    rest = {
+        str(b): [c for c in range(6) if frozen[b] >> c & 1]
+        for b in range(16)
+        if snap[b, 2] and frozen[b]
+    }
     return balls, rest
 
 
-def to_dict(rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.ndarray) -> dict[str, Any]:
+def to_dict(
+    rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.ndarray
+) -> dict[str, Any]:
     """One event record as its EVENTS.md line."""
     etype = int(rec[k.O_TYPE])
     shot = int(rec[k.O_SHOT])
-    out: dict[str, Any] = {"t_us": int(rec[k.O_T]), "type": k.EVENT_NAMES[etype], "shot": shot if shot > 0 else None}
+    out: dict[str, Any] = {
+        "t_us": int(rec[k.O_T]),
+        "type": k.EVENT_NAMES[etype],
+        "shot": shot if shot > 0 else None,
+    }
     a, b = int(rec[k.O_A]), int(rec[k.O_B])
     snap = int(rec[k.O_SNAP])
     balls, rest = _layout(snaps[snap], frozen[snap]) if snap >= 0 else ({}, {})
     if etype == k.EV_BOOT:
         ball_um = int(rec[k.O_E])
         out["boot_id"] = a
-        out["table"] = {"length_mm": float(rec[k.O_C]), "width_mm": float(rec[k.O_D]), "ball_mm": ball_um / 1000}
+        out["table"] = {
+            "length_mm": float(rec[k.O_C]),
+            "width_mm": float(rec[k.O_D]),
+            "ball_mm": ball_um / 1000,
+        }
         out["nodes"] = [NODE_NAMES[n] for n in range(8) if (b | 1) >> n & 1]
     elif etype == k.EV_SHOT_START:
         out |= {"cue_ball": _ball(int(rec[k.O_BALL])), "balls": balls, "frozen": rest}
@@ -112,7 +163,11 @@ def to_dict(rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.nd
     elif etype == k.EV_POCKET:
         out |= {"ball": _ball(int(rec[k.O_BALL])), "pocket": a, "colour": COLOURS.get(b)}
     elif etype == k.EV_LINE_CROSS:
-        out |= {"ball": _ball(int(rec[k.O_BALL])), "line": LINE_NAMES[a], "direction": DIRECTIONS[b]}
+        out |= {
+            "ball": _ball(int(rec[k.O_BALL])),
+            "line": LINE_NAMES[a],
+            "direction": DIRECTIONS[b],
+        }
     elif etype == k.EV_BALL_MOVED:
         out["ball"] = _ball(int(rec[k.O_BALL]))
     elif etype == k.EV_SHOT_END:
@@ -120,17 +175,26 @@ def to_dict(rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.nd
         trail: dict[str, list[list[float]]] = {}
         points = paths[int(rec[k.O_PATH0]) : int(rec[k.O_PATH1])]
         xy = np.round(points[:, 2:4], 1).tolist()
-        for ball, t, (x, y) in zip(points[:, 0].astype(int).tolist(), points[:, 1].astype(np.int64).tolist(), xy):
+        for ball, t, (x, y) in zip(
+            points[:, 0].astype(int).tolist(), points[:, 1].astype(np.int64).tolist(), xy
+        ):
             trail.setdefault(str(ball), []).append([t, x, y])
-        out |= {"balls": balls, "certain": bool(flags & k.FLAG_CERTAIN),
-                "interrupted": bool(flags & k.FLAG_INTERRUPTED), "paths": trail}
+        out |= {
+            "balls": balls,
+            "certain": bool(flags & k.FLAG_CERTAIN),
+            "interrupted": bool(flags & k.FLAG_INTERRUPTED),
+            "paths": trail,
+        }
     elif etype == k.EV_REST:
         out |= {"balls": balls, "frozen": rest}
     elif etype == k.EV_KEYPAD:
         out |= {"key": KEYPAD_KEYS.get(a, str(a)), "arg": b}
     elif etype == k.EV_NODE_STATUS:
-        out |= {"node": NODE_NAMES.get(a, str(a)), "status": NODE_STATUS_CODES.get(b, str(b)),
-                "source": "host" if int(rec[k.O_C]) == k.STATUS_SILENT else "hub"}
+        out |= {
+            "node": NODE_NAMES.get(a, str(a)),
+            "status": NODE_STATUS_CODES.get(b, str(b)),
+            "source": "host" if int(rec[k.O_C]) == k.STATUS_SILENT else "hub",
+        }
     return out
 
 
@@ -145,8 +209,11 @@ class Fusion:
     @property
     def counters(self) -> dict[str, int]:
         fs = self.state.fs
-        return {"shots": int(fs[k.F_SHOT]), "events_dropped": int(fs[k.F_EV_CUT]),
-                "path_points_dropped": int(fs[k.F_PATHS_CUT])}
+        return {
+            "shots": int(fs[k.F_SHOT]),
+            "events_dropped": int(fs[k.F_EV_CUT]),
+            "path_points_dropped": int(fs[k.F_PATHS_CUT]),
+        }
 
     def feed(self, ordered: Ordered, upto_hub_us: int) -> list[dict[str, Any]]:
         """Rows the timeline released, and the hub time it has released up to."""
@@ -158,12 +225,28 @@ class Fusion:
         snaps = np.zeros((cap, 16, 3))
         frozen = np.zeros((cap, 16), np.int64)
         paths = np.empty((path_cap, 4))
-        nev, _, _, safe = k.fuse(ordered.store, ordered.synthetic, ordered.index, ordered.store_tracks,
-                                 np.int64(upto_hub_us), *self.state.arrays(),
-                                 ev, snaps, frozen, paths)
+        nev, _, _, safe = k.fuse(
+            ordered.store,
+            ordered.synthetic,
+            ordered.index,
+            ordered.store_tracks,
+            np.int64(upto_hub_us),
+            *self.state.arrays(),
+            ev,
+            snaps,
+            frozen,
+            paths,
+        )
         for rec in ev[:nev]:
-            heapq.heappush(self._heap, (int(rec[k.O_T]), int(rec[k.O_TYPE]), int(rec[k.O_SEQ]),
-                                        to_dict(rec, snaps, frozen, paths)))
+            heapq.heappush(
+                self._heap,
+                (
+                    int(rec[k.O_T]),
+                    int(rec[k.O_TYPE]),
+                    int(rec[k.O_SEQ]),
+                    to_dict(rec, snaps, frozen, paths),
+                ),
+            )
         return self._release(int(safe))
 
     def flush(self) -> list[dict[str, Any]]:

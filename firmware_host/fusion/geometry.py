@@ -76,7 +76,9 @@ def line_x(geo: np.ndarray, line: int) -> float:
 
 
 @njit(cache=True)
-def nearest_ball(xy: np.ndarray, on: np.ndarray, penalty: np.ndarray, x: float, y: float, limit: float) -> int:
+def nearest_ball(
+    xy: np.ndarray, on: np.ndarray, penalty: np.ndarray, x: float, y: float, limit: float
+) -> int:
     """The present ball nearest (x, y) after its penalty (mm), or -1 if none within ``limit``."""
     best, best_d = -1, limit
     for b in range(xy.shape[0]):

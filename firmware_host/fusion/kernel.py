@@ -81,26 +81,62 @@ from .paths import simplify
     EV_BALL_MOVED,
 ) = range(12)
 EVENT_NAMES = (
-    "boot", "node_status", "keypad", "shot_end", "rest", "shot_start", "cue_contact",
-    "ball_contact", "cushion", "pocket", "line_cross", "ball_moved",
+    "boot",
+    "node_status",
+    "keypad",
+    "shot_end",
+    "rest",
+    "shot_start",
+    "cue_contact",
+    "ball_contact",
+    "cushion",
+    "pocket",
+    "line_cross",
+    "ball_moved",
 )
 
 # Event record columns
-O_T, O_TYPE, O_SEQ, O_SHOT, O_BALL, O_A, O_B, O_C, O_D, O_E, O_SNAP, O_PATH0, O_PATH1, O_FLAGS = range(14)
+O_T, O_TYPE, O_SEQ, O_SHOT, O_BALL, O_A, O_B, O_C, O_D, O_E, O_SNAP, O_PATH0, O_PATH1, O_FLAGS = (
+    range(14)
+)
 N_OUT = 14
 FLAG_CERTAIN, FLAG_INTERRUPTED = 1, 2
 STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
 
 # Scalar state
 (
-    F_SHOT, F_IN_SHOT, F_FIRST_CUE_T, F_LAST_ACT, F_CUE_PENDING, F_CUE_T, F_PRESENT, F_DOWN,
-    F_STILL_RUN, F_STILL_T, F_DIRTY, F_NOW, F_TRK_N, F_SB_N, F_SEQ, F_MOVED, F_PATHS_CUT, F_EV_CUT,
+    F_SHOT,
+    F_IN_SHOT,
+    F_FIRST_CUE_T,
+    F_LAST_ACT,
+    F_CUE_PENDING,
+    F_CUE_T,
+    F_PRESENT,
+    F_DOWN,
+    F_STILL_RUN,
+    F_STILL_T,
+    F_DIRTY,
+    F_NOW,
+    F_TRK_N,
+    F_SB_N,
+    F_SEQ,
+    F_MOVED,
+    F_PATHS_CUT,
+    F_EV_CUT,
     F_DPEND_N,
 ) = range(19)
 N_F = 19
 # Parameters
-(PR_DEBOUNCE_US, PR_DEBOUNCE_RATIO_PCT, PR_DOUBLE_HIT_US, PR_QUIET_US, PR_STILL_FRAMES,
- PR_CUE_WAIT_US, PR_CONTACT_GAP_US, PR_REST_FRAMES) = range(8)
+(
+    PR_DEBOUNCE_US,
+    PR_DEBOUNCE_RATIO_PCT,
+    PR_DOUBLE_HIT_US,
+    PR_QUIET_US,
+    PR_STILL_FRAMES,
+    PR_CUE_WAIT_US,
+    PR_CONTACT_GAP_US,
+    PR_REST_FRAMES,
+) = range(8)
 
 TRACKER, LINES, ACOUSTIC = 4, 5, 6
 MOVING_BITS = 3  # BALL_TRACK.state: moving | spinning in place (item 14.1: spinning is moving)
@@ -108,16 +144,38 @@ HISTORY = 3  # tracker frames kept
 SHOT_FRAMES = 16384  # tracker frames kept per shot for its paths (136 s at 120 Hz)
 
 T_HELLO, T_NODE_STATUS, T_CUE, T_CUSHION, T_POCKET, T_TRACK, T_LINE, T_CLICK, T_KEYPAD = (
-    type_of(n) for n in ("HELLO", "NODE_STATUS", "CUE_CONTACT", "CUSHION_HIT", "POCKET_DROP", "BALL_TRACK",
-                         "LINE_CROSS", "BALL_CLICK", "KEYPAD")
+    type_of(n)
+    for n in (
+        "HELLO",
+        "NODE_STATUS",
+        "CUE_CONTACT",
+        "CUSHION_HIT",
+        "POCKET_DROP",
+        "BALL_TRACK",
+        "LINE_CROSS",
+        "BALL_CLICK",
+        "KEYPAD",
+    )
 )
 H_BOOT, H_PRESENT = col("HELLO", "boot_id"), col("HELLO", "nodes_present")
-H_LEN, H_WID, H_BALL = col("HELLO", "table_length_mm"), col("HELLO", "table_width_mm"), col("HELLO", "ball_diameter_um")
+H_LEN, H_WID, H_BALL = (
+    col("HELLO", "table_length_mm"),
+    col("HELLO", "table_width_mm"),
+    col("HELLO", "ball_diameter_um"),
+)
 S_PEER, S_CODE = col("NODE_STATUS", "peer"), col("NODE_STATUS", "code")
 CUE_DUR, CUE_FORCE = col("CUE_CONTACT", "duration_us"), col("CUE_CONTACT", "peak_force_dn")
-CH_CUSHION, CH_POS, CH_AMP = col("CUSHION_HIT", "cushion"), col("CUSHION_HIT", "pos_mm"), col("CUSHION_HIT", "amplitude")
+CH_CUSHION, CH_POS, CH_AMP = (
+    col("CUSHION_HIT", "cushion"),
+    col("CUSHION_HIT", "pos_mm"),
+    col("CUSHION_HIT", "amplitude"),
+)
 PD_POCKET, PD_COLOUR = col("POCKET_DROP", "pocket"), col("POCKET_DROP", "colour")
-LC_LINE, LC_POS, LC_DIR = col("LINE_CROSS", "line"), col("LINE_CROSS", "pos_mm"), col("LINE_CROSS", "direction")
+LC_LINE, LC_POS, LC_DIR = (
+    col("LINE_CROSS", "line"),
+    col("LINE_CROSS", "pos_mm"),
+    col("LINE_CROSS", "direction"),
+)
 BC_X, BC_Y = col("BALL_CLICK", "x_mm"), col("BALL_CLICK", "y_mm")
 KP_KEY, KP_ARG = col("KEYPAD", "key"), col("KEYPAD", "arg")
 BT_COUNT = col("BALL_TRACK", "count")
@@ -133,7 +191,9 @@ NEIGHBOUR_MM = 10.0  # a ball starting to move this close to a mover was hit by 
 DEVIATION_MM = 1.5  # a contact turns a ball off its straight line by more than the tracker noise
 TOUCHING_MM = 5.0  # two balls at rest this close may click when a third drives into them
 CLICK_WAIT_US = 10_000  # a contact seen in the trajectories waits this long for its click
-CUE_GRACE_US = 3_000  # a tracker frame may show the struck ball moving this long before the tip's stamp
+CUE_GRACE_US = (
+    3_000  # a tracker frame may show the struck ball moving this long before the tip's stamp
+)
 HELD_CONTACTS = 64
 
 
@@ -212,15 +272,39 @@ def _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_
 
 
 @njit(cache=True)
-def _end_shot(ev, nev, fs, t, flags, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
-              trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, with_tracker):
+def _end_shot(
+    ev,
+    nev,
+    fs,
+    t,
+    flags,
+    snaps,
+    frozen,
+    nsnap,
+    paths,
+    npath,
+    rest_xy,
+    rest_n,
+    trk_t,
+    trk_xy,
+    trk_on,
+    trk_mv,
+    sb_t,
+    sb_xy,
+    sb_on,
+    sb_mv,
+    geo,
+    with_tracker,
+):
     nev = _emit(ev, nev, fs, t, EV_SHOT_END, -1, 0, 0, 0, 0, 0)
     ev[nev - 1, O_FLAGS] = flags
     if nsnap >= snaps.shape[0]:
         with_tracker = False
     if with_tracker:
         ev[nev - 1, O_SNAP] = nsnap
-        nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t)
+        nsnap = _snapshot(
+            snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t
+        )
         ev[nev - 1, O_PATH0] = npath
         n = fs[F_SB_N]
         keep = np.empty(n, np.bool_)
@@ -261,7 +345,9 @@ def _end_shot(ev, nev, fs, t, flags, snaps, frozen, nsnap, paths, npath, rest_xy
 
 
 @njit(cache=True)
-def _start_shot_event(ev, nev, fs, ball, snaps, frozen, nsnap, pend_snap, pend_frozen, with_tracker):
+def _start_shot_event(
+    ev, nev, fs, ball, snaps, frozen, nsnap, pend_snap, pend_frozen, with_tracker
+):
     nev = _emit(ev, nev, fs, fs[F_CUE_T], EV_SHOT_START, ball, 0, 0, 0, 0, 0)
     if with_tracker:
         ev[nev - 1, O_SNAP] = nsnap
@@ -311,7 +397,11 @@ def _derive(ev, nev, fs, prm, pair_t, dpend, tau, i, j):
         return nev
     if _acoustic_up(fs):
         for q in range(fs[F_DPEND_N]):
-            if dpend[q, 1] == i and dpend[q, 2] == j and abs(dpend[q, 0] - tau) <= prm[PR_CONTACT_GAP_US]:
+            if (
+                dpend[q, 1] == i
+                and dpend[q, 2] == j
+                and abs(dpend[q, 0] - tau) <= prm[PR_CONTACT_GAP_US]
+            ):
                 return nev
         if fs[F_DPEND_N] < dpend.shape[0]:
             q = fs[F_DPEND_N]
@@ -353,9 +443,37 @@ def _release_moved(ev, nev, fs, moved, now):
 
 
 @njit(cache=True)
-def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t,
-                 ev, nev, snaps, frozen, nsnap, paths, npath, pend_snap, pend_frozen,
-                 sb_t, sb_xy, sb_on, sb_mv, scratch_b, scratch_v, dpend, moved):
+def _track_frame(
+    rw,
+    tracks,
+    fs,
+    prm,
+    geo,
+    trk_t,
+    trk_xy,
+    trk_on,
+    trk_mv,
+    rest_xy,
+    rest_n,
+    pair_t,
+    ev,
+    nev,
+    snaps,
+    frozen,
+    nsnap,
+    paths,
+    npath,
+    pend_snap,
+    pend_frozen,
+    sb_t,
+    sb_xy,
+    sb_on,
+    sb_mv,
+    scratch_b,
+    scratch_v,
+    dpend,
+    moved,
+):
     t = rw[C_HUB]
     ti = rw[C_TRACK]
     n = fs[F_TRK_N]
@@ -421,12 +539,16 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
                 pjx, pjy = trk_xy[p, j, 0] + vel[j, 0] * dt, trk_xy[p, j, 1] + vel[j, 1] * dt
                 if np.hypot(pix - pjx, piy - pjy) >= D - CONTACT_TOLERANCE_MM:
                     continue
-                gap_before = np.hypot(trk_xy[p, i, 0] - trk_xy[p, j, 0], trk_xy[p, i, 1] - trk_xy[p, j, 1])
+                gap_before = np.hypot(
+                    trk_xy[p, i, 0] - trk_xy[p, j, 0], trk_xy[p, i, 1] - trk_xy[p, j, 1]
+                )
                 if gap_before < D - CONTACT_TOLERANCE_MM:
                     continue  # already overlapping in the last frame: seen then, or a tracker merge
                 # and did either actually change course (two balls rolling in touch do not)?
-                dev = max(np.hypot(trk_xy[k, i, 0] - pix, trk_xy[k, i, 1] - piy),
-                          np.hypot(trk_xy[k, j, 0] - pjx, trk_xy[k, j, 1] - pjy))
+                dev = max(
+                    np.hypot(trk_xy[k, i, 0] - pix, trk_xy[k, i, 1] - piy),
+                    np.hypot(trk_xy[k, j, 0] - pjx, trk_xy[k, j, 1] - pjy),
+                )
                 if dev < DEVIATION_MM:
                     continue
                 s = _contact_time(trk_xy[p, i], trk_xy[p, j], vel[i], vel[j], D, dt)
@@ -441,18 +563,24 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
                     x0, x1 = trk_xy[p, b, 0], trk_xy[k, b, 0]
                     if (x0 >= lx) != (x1 >= lx):
                         tau = trk_t[p] + np.int64(dt * (lx - x0) / (x1 - x0))
-                        nev = _emit(ev, nev, fs, tau, EV_LINE_CROSS, b, line, 1 if x1 > x0 else 0, 0, 0, 0)
+                        nev = _emit(
+                            ev, nev, fs, tau, EV_LINE_CROSS, b, line, 1 if x1 > x0 else 0, 0, 0, 0
+                        )
         # the struck ball: the first to start moving after the tip contact
         if fs[F_CUE_PENDING] and t > fs[F_CUE_T]:
             best, best_d = -1, -1.0
             for b in range(16):
                 if started[b]:
-                    d = np.hypot(trk_xy[k, b, 0] - pend_snap[0, b, 0], trk_xy[k, b, 1] - pend_snap[0, b, 1])
+                    d = np.hypot(
+                        trk_xy[k, b, 0] - pend_snap[0, b, 0], trk_xy[k, b, 1] - pend_snap[0, b, 1]
+                    )
                     if d > best_d:
                         best, best_d = b, d
             if best >= 0:
                 started[best] = False
-                nev, nsnap = _start_shot_event(ev, nev, fs, best, snaps, frozen, nsnap, pend_snap, pend_frozen, True)
+                nev, nsnap = _start_shot_event(
+                    ev, nev, fs, best, snaps, frozen, nsnap, pend_snap, pend_frozen, True
+                )
         # other balls that start moving: hit by a neighbour, or moved by hand (item 17)
         for b in range(16):
             if not started[b]:
@@ -464,14 +592,18 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
                 if o != b and pair_t[lo, hi] >= trk_t[p] - prm[PR_CONTACT_GAP_US]:
                     caused = True
             for q in range(fs[F_DPEND_N]):
-                if (dpend[q, 1] == b or dpend[q, 2] == b) and dpend[q, 0] >= trk_t[p] - prm[PR_CONTACT_GAP_US]:
+                if (dpend[q, 1] == b or dpend[q, 2] == b) and dpend[q, 0] >= trk_t[p] - prm[
+                    PR_CONTACT_GAP_US
+                ]:
                     caused = True
             if not caused:
                 best, best_d = -1, D + NEIGHBOUR_MM
                 for o in range(16):
                     if o == b or not trk_on[k, o] or not (trk_mv[k, o] or trk_mv[p, o]):
                         continue
-                    d = np.hypot(trk_xy[p, b, 0] - trk_xy[p, o, 0], trk_xy[p, b, 1] - trk_xy[p, o, 1])
+                    d = np.hypot(
+                        trk_xy[p, b, 0] - trk_xy[p, o, 0], trk_xy[p, b, 1] - trk_xy[p, o, 1]
+                    )
                     if d < best_d:
                         best, best_d = o, d
                 if best >= 0:
@@ -487,7 +619,9 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
                 if not fs[F_IN_SHOT]:
                     fs[F_DIRTY] = 1
     if fs[F_CUE_PENDING] and t > fs[F_CUE_T] + prm[PR_CUE_WAIT_US]:
-        nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, True)
+        nev, nsnap = _start_shot_event(
+            ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, True
+        )
     # rest averages: a still ball's position, averaged to beat the tracker's noise
     for b in range(16):
         if trk_on[k, b] and not trk_mv[k, b]:
@@ -514,36 +648,131 @@ def _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_x
         fs[F_STILL_RUN] += 1
         if fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_STILL_FRAMES]:
             if not fs[F_CUE_PENDING] and fs[F_MOVED]:
-                nev, nsnap, npath = _end_shot(ev, nev, fs, fs[F_STILL_T], FLAG_CERTAIN, snaps, frozen, nsnap,
-                                              paths, npath, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv,
-                                              sb_t, sb_xy, sb_on, sb_mv, geo, True)
-        elif not fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_REST_FRAMES]:
-            if fs[F_DIRTY]:
-                nev = _emit(ev, nev, fs, fs[F_STILL_T], EV_REST, -1, 0, 0, 0, 0, 0)
-                ev[nev - 1, O_SNAP] = nsnap
-                nsnap = _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t)
-                fs[F_DIRTY] = 0
+                nev, nsnap, npath = _end_shot(
+                    ev,
+                    nev,
+                    fs,
+                    fs[F_STILL_T],
+                    FLAG_CERTAIN,
+                    snaps,
+                    frozen,
+                    nsnap,
+                    paths,
+                    npath,
+                    rest_xy,
+                    rest_n,
+                    trk_t,
+                    trk_xy,
+                    trk_on,
+                    trk_mv,
+                    sb_t,
+                    sb_xy,
+                    sb_on,
+                    sb_mv,
+                    geo,
+                    True,
+                )
+        elif not fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_REST_FRAMES] and fs[F_DIRTY]:
+            nev = _emit(ev, nev, fs, fs[F_STILL_T], EV_REST, -1, 0, 0, 0, 0, 0)
+            ev[nev - 1, O_SNAP] = nsnap
+            nsnap = _snapshot(
+                snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t
+            )
+            fs[F_DIRTY] = 0
     return nev, nsnap, npath
 
 
 @njit(cache=True)
-def _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
-               trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap, pend_frozen):
+def _quiet_end(
+    ev,
+    nev,
+    fs,
+    prm,
+    upto,
+    snaps,
+    frozen,
+    nsnap,
+    paths,
+    npath,
+    rest_xy,
+    rest_n,
+    trk_t,
+    trk_xy,
+    trk_on,
+    trk_mv,
+    sb_t,
+    sb_xy,
+    sb_on,
+    sb_mv,
+    geo,
+    pend_snap,
+    pend_frozen,
+):
     """No live tracker: a shot ends ``quiet_us`` after the last sensor activity (uncertain)."""
     if fs[F_IN_SHOT] and not _tracker_alive(fs):
         deadline = fs[F_LAST_ACT] + prm[PR_QUIET_US]
         if deadline <= upto:
             if fs[F_CUE_PENDING]:
-                nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, False)
-            nev, nsnap, npath = _end_shot(ev, nev, fs, deadline, 0, snaps, frozen, nsnap, paths, npath,
-                                          rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, False)
+                nev, nsnap = _start_shot_event(
+                    ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, False
+                )
+            nev, nsnap, npath = _end_shot(
+                ev,
+                nev,
+                fs,
+                deadline,
+                0,
+                snaps,
+                frozen,
+                nsnap,
+                paths,
+                npath,
+                rest_xy,
+                rest_n,
+                trk_t,
+                trk_xy,
+                trk_on,
+                trk_mv,
+                sb_t,
+                sb_xy,
+                sb_on,
+                sb_mv,
+                geo,
+                False,
+            )
     return nev, nsnap, npath
 
 
 @njit(cache=True)
 def fuse(
-    store, synthetic, index, tracks, upto, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv, rest_xy, rest_n, pair_t, cushion_last,
-    pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv, dpend, moved, ev, snaps, frozen, paths,
+    store,
+    synthetic,
+    index,
+    tracks,
+    upto,
+    fs,
+    prm,
+    geo,
+    trk_t,
+    trk_xy,
+    trk_on,
+    trk_mv,
+    rest_xy,
+    rest_n,
+    pair_t,
+    cushion_last,
+    pend_snap,
+    pend_frozen,
+    sb_t,
+    sb_xy,
+    sb_on,
+    sb_mv,
+    dpend,
+    moved,
+    ev,
+    snaps,
+    frozen,
+    paths,
 ):
     """Rows in hub order -> event records; returns (events, snapshots, path points, safe time).
 
@@ -564,25 +793,76 @@ def fuse(
         rw = store[r] if r < n_store else synthetic[r - n_store]
         t = rw[C_HUB]
         mtype = rw[C_TYPE]
-        nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, t, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
-                                       trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap,
-                                       pend_frozen)
+        nev, nsnap, npath = _quiet_end(
+            ev,
+            nev,
+            fs,
+            prm,
+            t,
+            snaps,
+            frozen,
+            nsnap,
+            paths,
+            npath,
+            rest_xy,
+            rest_n,
+            trk_t,
+            trk_xy,
+            trk_on,
+            trk_mv,
+            sb_t,
+            sb_xy,
+            sb_on,
+            sb_mv,
+            geo,
+            pend_snap,
+            pend_frozen,
+        )
         nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, t)
         nev = _release_moved(ev, nev, fs, moved, t)
         fs[F_NOW] = max(fs[F_NOW], t)
         tracked = _tracker_alive(fs)
         if mtype == T_TRACK:
             if _tracker_up(fs):
-                nev, nsnap, npath = _track_frame(rw, tracks, fs, prm, geo, trk_t, trk_xy, trk_on, trk_mv,
-                                                 rest_xy, rest_n, pair_t, ev, nev, snaps, frozen, nsnap, paths,
-                                                 npath, pend_snap, pend_frozen, sb_t, sb_xy, sb_on, sb_mv,
-                                                 scratch_b, scratch_v, dpend, moved)
+                nev, nsnap, npath = _track_frame(
+                    rw,
+                    tracks,
+                    fs,
+                    prm,
+                    geo,
+                    trk_t,
+                    trk_xy,
+                    trk_on,
+                    trk_mv,
+                    rest_xy,
+                    rest_n,
+                    pair_t,
+                    ev,
+                    nev,
+                    snaps,
+                    frozen,
+                    nsnap,
+                    paths,
+                    npath,
+                    pend_snap,
+                    pend_frozen,
+                    sb_t,
+                    sb_xy,
+                    sb_on,
+                    sb_mv,
+                    scratch_b,
+                    scratch_v,
+                    dpend,
+                    moved,
+                )
         elif mtype == T_CUSHION:
             c = rw[CH_CUSHION]
             amp = rw[CH_AMP]
             if 0 <= c < 6:
-                ring = (t - cushion_last[c, 0] <= prm[PR_DEBOUNCE_US]
-                        and amp * 100 < cushion_last[c, 1] * prm[PR_DEBOUNCE_RATIO_PCT])
+                ring = (
+                    t - cushion_last[c, 0] <= prm[PR_DEBOUNCE_US]
+                    and amp * 100 < cushion_last[c, 1] * prm[PR_DEBOUNCE_RATIO_PCT]
+                )
                 if not ring:
                     cushion_last[c, 0] = t
                     cushion_last[c, 1] = amp
@@ -602,7 +882,9 @@ def fuse(
                     px, py = pocket_xy(geo, pk)
                     ball = nearest_ball(xy, on, pen, px, py, ATTRIBUTION_LIMIT_MM)
                 colour = rw[PD_COLOUR]
-                nev = _emit(ev, nev, fs, t, EV_POCKET, ball, pk, colour if colour <= 1 else -1, 0, 0, 0)
+                nev = _emit(
+                    ev, nev, fs, t, EV_POCKET, ball, pk, colour if colour <= 1 else -1, 0, 0, 0
+                )
                 fs[F_LAST_ACT] = t
         elif mtype == T_LINE:
             fs[F_LAST_ACT] = t
@@ -611,7 +893,9 @@ def fuse(
                 ball = -1
                 if tracked:
                     _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
-                    ball = nearest_ball(xy, on, pen, line_x(geo, line), float(rw[LC_POS]), ATTRIBUTION_LIMIT_MM)
+                    ball = nearest_ball(
+                        xy, on, pen, line_x(geo, line), float(rw[LC_POS]), ATTRIBUTION_LIMIT_MM
+                    )
                 nev = _emit(ev, nev, fs, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
         elif mtype == T_CLICK:
             if tracked:
@@ -629,10 +913,16 @@ def fuse(
                             if gap > TOUCHING_MM:
                                 continue  # two balls at rest click only if touching (a cluster)
                             gap += TOUCHING_MM
-                        far = np.hypot((xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy)
+                        far = np.hypot(
+                            (xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy
+                        )
                         held = _held(fs, dpend, i, j, t) >= 0
                         if (gap < CLICK_PAIR_GAP_MM or held) and far < CLICK_RADIUS_MM:
-                            cost = min(gap, CLICK_PAIR_GAP_MM) + 0.2 * far - (CLICK_PAIR_GAP_MM if held else 0.0)
+                            cost = (
+                                min(gap, CLICK_PAIR_GAP_MM)
+                                + 0.2 * far
+                                - (CLICK_PAIR_GAP_MM if held else 0.0)
+                            )
                             if cost < best_s:
                                 best_i, best_j, best_s = i, j, cost
                 if best_i >= 0:
@@ -651,12 +941,34 @@ def fuse(
             if not same_stroke:
                 if fs[F_IN_SHOT]:
                     if fs[F_CUE_PENDING]:
-                        nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap,
-                                                       pend_frozen, tracked)
+                        nev, nsnap = _start_shot_event(
+                            ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, tracked
+                        )
                     flags = FLAG_CERTAIN | FLAG_INTERRUPTED if tracked else 0
-                    nev, nsnap, npath = _end_shot(ev, nev, fs, t, flags, snaps, frozen, nsnap, paths, npath,
-                                                  rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv,
-                                                  geo, tracked)
+                    nev, nsnap, npath = _end_shot(
+                        ev,
+                        nev,
+                        fs,
+                        t,
+                        flags,
+                        snaps,
+                        frozen,
+                        nsnap,
+                        paths,
+                        npath,
+                        rest_xy,
+                        rest_n,
+                        trk_t,
+                        trk_xy,
+                        trk_on,
+                        trk_mv,
+                        sb_t,
+                        sb_xy,
+                        sb_on,
+                        sb_mv,
+                        geo,
+                        tracked,
+                    )
                 fs[F_SHOT] += 1
                 fs[F_IN_SHOT] = 1
                 fs[F_FIRST_CUE_T] = t
@@ -666,20 +978,36 @@ def fuse(
                 fs[F_SB_N] = 0
                 if tracked:
                     # the layout before the shot, kept until the struck ball is known
-                    _snapshot(pend_snap, pend_frozen, 0, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t)
+                    _snapshot(
+                        pend_snap,
+                        pend_frozen,
+                        0,
+                        rest_xy,
+                        rest_n,
+                        trk_t,
+                        trk_xy,
+                        trk_on,
+                        trk_mv,
+                        fs,
+                        geo,
+                        t,
+                    )
                     fs[F_CUE_PENDING] = 1
                     # the tracker may have seen the struck ball move a frame before this stamp
                     early, early_d = -1, -1.0
                     k = (fs[F_TRK_N] - 1) % HISTORY
                     for b in range(16):
                         if moved[b, 2] >= t - CUE_GRACE_US:
-                            d = np.hypot(trk_xy[k, b, 0] - rest_xy[b, 0], trk_xy[k, b, 1] - rest_xy[b, 1])
+                            d = np.hypot(
+                                trk_xy[k, b, 0] - rest_xy[b, 0], trk_xy[k, b, 1] - rest_xy[b, 1]
+                            )
                             if d > early_d:
                                 early, early_d = b, d
                     if early >= 0:
                         moved[early, 1] = -1
-                        nev, nsnap = _start_shot_event(ev, nev, fs, early, snaps, frozen, nsnap, pend_snap,
-                                                       pend_frozen, True)
+                        nev, nsnap = _start_shot_event(
+                            ev, nev, fs, early, snaps, frozen, nsnap, pend_snap, pend_frozen, True
+                        )
                     k = (fs[F_TRK_N] - 1) % HISTORY
                     sb_t[0] = trk_t[k]
                     for b in range(16):
@@ -689,8 +1017,9 @@ def fuse(
                         sb_mv[0, b] = 0
                     fs[F_SB_N] = 1
                 else:
-                    nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen,
-                                                   False)
+                    nev, nsnap = _start_shot_event(
+                        ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, False
+                    )
             nev = _emit(ev, nev, fs, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
             fs[F_LAST_ACT] = t
         elif mtype == T_KEYPAD:
@@ -711,10 +1040,33 @@ def fuse(
         elif mtype == T_HELLO:
             if fs[F_IN_SHOT]:
                 if fs[F_CUE_PENDING]:
-                    nev, nsnap = _start_shot_event(ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen,
-                                                   tracked)
-                nev, nsnap, npath = _end_shot(ev, nev, fs, t, 0, snaps, frozen, nsnap, paths, npath, rest_xy,
-                                              rest_n, trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, False)
+                    nev, nsnap = _start_shot_event(
+                        ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, tracked
+                    )
+                nev, nsnap, npath = _end_shot(
+                    ev,
+                    nev,
+                    fs,
+                    t,
+                    0,
+                    snaps,
+                    frozen,
+                    nsnap,
+                    paths,
+                    npath,
+                    rest_xy,
+                    rest_n,
+                    trk_t,
+                    trk_xy,
+                    trk_on,
+                    trk_mv,
+                    sb_t,
+                    sb_xy,
+                    sb_on,
+                    sb_mv,
+                    geo,
+                    False,
+                )
             fs[F_PRESENT] = rw[H_PRESENT] | 1
             fs[F_DOWN] = 0
             fs[F_TRK_N] = 0
@@ -723,11 +1075,44 @@ def fuse(
                 geo[0] = rw[H_LEN]
                 geo[1] = rw[H_WID]
                 geo[2] = rw[H_BALL] / 1000.0
-            nev = _emit(ev, nev, fs, t, EV_BOOT, -1, rw[H_BOOT], rw[H_PRESENT], rw[H_LEN],
-                        rw[H_WID], rw[H_BALL])
-    nev, nsnap, npath = _quiet_end(ev, nev, fs, prm, upto, snaps, frozen, nsnap, paths, npath, rest_xy, rest_n,
-                                   trk_t, trk_xy, trk_on, trk_mv, sb_t, sb_xy, sb_on, sb_mv, geo, pend_snap,
-                                   pend_frozen)
+            nev = _emit(
+                ev,
+                nev,
+                fs,
+                t,
+                EV_BOOT,
+                -1,
+                rw[H_BOOT],
+                rw[H_PRESENT],
+                rw[H_LEN],
+                rw[H_WID],
+                rw[H_BALL],
+            )
+    nev, nsnap, npath = _quiet_end(
+        ev,
+        nev,
+        fs,
+        prm,
+        upto,
+        snaps,
+        frozen,
+        nsnap,
+        paths,
+        npath,
+        rest_xy,
+        rest_n,
+        trk_t,
+        trk_xy,
+        trk_on,
+        trk_mv,
+        sb_t,
+        sb_xy,
+        sb_on,
+        sb_mv,
+        geo,
+        pend_snap,
+        pend_frozen,
+    )
     nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, upto)
     nev = _release_moved(ev, nev, fs, moved, upto)
     fs[F_NOW] = max(fs[F_NOW], upto)

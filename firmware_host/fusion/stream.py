@@ -51,7 +51,9 @@ class EventStream:
         rows, tracks = to_rows(decoded.tables, ROW_TYPES)
         return self.feed_rows(rows, tracks, host_rx_ns)
 
-    def feed_rows(self, rows: np.ndarray, tracks: np.ndarray, host_rx_ns: int | None = None) -> list[dict[str, Any]]:
+    def feed_rows(
+        self, rows: np.ndarray, tracks: np.ndarray, host_rx_ns: int | None = None
+    ) -> list[dict[str, Any]]:
         ordered = self.timeline.feed_rows(rows, tracks, host_rx_ns)
         return self.fusion.feed(ordered, self.timeline.released_upto)
 
@@ -70,7 +72,9 @@ class EventStream:
         return {**self.timeline.counters, **self.fusion.counters}
 
 
-def events_from_rows(rows: np.ndarray, tracks: np.ndarray, stream: EventStream | None = None) -> list[dict[str, Any]]:
+def events_from_rows(
+    rows: np.ndarray, tracks: np.ndarray, stream: EventStream | None = None
+) -> list[dict[str, Any]]:
     """Batch path over decoded rows, in slices so memory stays bounded."""
     stream = stream or EventStream()
     out: list[dict[str, Any]] = []
@@ -83,7 +87,9 @@ def events_from_rows(rows: np.ndarray, tracks: np.ndarray, stream: EventStream |
     return out + stream.flush()
 
 
-def events_from_capture(data: bytes | np.ndarray, stream: EventStream | None = None) -> list[dict[str, Any]]:
+def events_from_capture(
+    data: bytes | np.ndarray, stream: EventStream | None = None
+) -> list[dict[str, Any]]:
     """Batch path: a whole capture (ICD §8) to its ordered events."""
     rows, tracks = to_rows(decode_capture(data).tables, ROW_TYPES)
     return events_from_rows(rows, tracks, stream)

@@ -210,7 +210,18 @@ def map_samples(
     s = 0
     for q in range(len(query_n)):
         while s < query_after[q]:
-            add_sync(ring_n, ring_h, ring_start, ring_len, fit_i, fit_f, sync_node[s], sync_n[s], sync_h[s], window_us)
+            add_sync(
+                ring_n,
+                ring_h,
+                ring_start,
+                ring_len,
+                fit_i,
+                fit_f,
+                sync_node[s],
+                sync_n[s],
+                sync_h[s],
+                window_us,
+            )
             s += 1
         node = query_node[q]
         if fit_i[node, FI_N] == 0:

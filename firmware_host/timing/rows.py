@@ -88,7 +88,9 @@ def pack_tracks(ball: np.ndarray, state: np.ndarray, x: np.ndarray, y: np.ndarra
     return out
 
 
-def to_rows(tables: dict[str, np.ndarray], names: frozenset[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def to_rows(
+    tables: dict[str, np.ndarray], names: frozenset[str] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows of every frame in ``tables`` (only ``names`` if given), in stream order, and the tracks."""
     parts = [
         (name, rec)
@@ -107,8 +109,14 @@ def to_rows(tables: dict[str, np.ndarray], names: frozenset[str] | None = None) 
     for name, rec in parts:
         at = where[start : start + len(rec)]
         start += len(rec)
-        for column, field in ((C_OFFSET, "offset"), (C_NODE, "node"), (C_TYPE, "msg_type"), (C_FLAGS, "flags"),
-                              (C_SEQ, "seq"), (C_TRAW, "t_us")):
+        for column, field in (
+            (C_OFFSET, "offset"),
+            (C_NODE, "node"),
+            (C_TYPE, "msg_type"),
+            (C_FLAGS, "flags"),
+            (C_SEQ, "seq"),
+            (C_TRAW, "t_us"),
+        ):
             rows[at, column] = rec[field]
         for j, field in enumerate(scalar_fields(name)):
             rows[at, P0 + j] = rec[field]

@@ -49,7 +49,6 @@ from .rows import (
     C_UNC,
     MAPPED,
     N_COLS,
-    NEW,
     NODE_BACK,
     NODE_SILENT,
     P0,
@@ -61,8 +60,18 @@ from .rows import (
 from .unwrap import unwrap_step
 
 # Scalar state
-(S_EPOCH, S_BOOT, S_BASE, S_GLOBAL, S_LAST_REL, S_LATE, S_UNSYNCED_DROPPED, S_REFUSED_SYNC, S_HELLO,
- S_UPTO) = range(10)
+(
+    S_EPOCH,
+    S_BOOT,
+    S_BASE,
+    S_GLOBAL,
+    S_LAST_REL,
+    S_LATE,
+    S_UNSYNCED_DROPPED,
+    S_REFUSED_SYNC,
+    S_HELLO,
+    S_UPTO,
+) = range(10)
 N_STATE = 10
 # Per-node state columns
 NS_T, NS_HAS_T, NS_SEQ, NS_HAS_SEQ, NS_OWN, NS_SEEN, NS_PRESENT, NS_OFFLINE, NS_SILENT = range(9)
@@ -81,8 +90,15 @@ OFFLINE_CODE = 1
 
 #: The fusion's inputs; the rest only feed the clock models and the watermark.
 RELEASED_TYPES = (
-    "HELLO", "NODE_STATUS", "CUE_CONTACT", "CUSHION_HIT", "POCKET_DROP", "BALL_TRACK", "LINE_CROSS",
-    "BALL_CLICK", "KEYPAD",
+    "HELLO",
+    "NODE_STATUS",
+    "CUE_CONTACT",
+    "CUSHION_HIT",
+    "POCKET_DROP",
+    "BALL_TRACK",
+    "LINE_CROSS",
+    "BALL_CLICK",
+    "KEYPAD",
 )
 
 
@@ -97,7 +113,10 @@ class TimelineParams:
     window_us: int = cm.WINDOW_US
 
     def array(self) -> np.ndarray:
-        return np.array([self.lag_us, self.slack_us, self.silence_us, self.unsynced_max_us, self.window_us], np.int64)
+        return np.array(
+            [self.lag_us, self.slack_us, self.silence_us, self.unsynced_max_us, self.window_us],
+            np.int64,
+        )
 
 
 @njit(cache=True)
@@ -174,8 +193,7 @@ def _watermark(st, ns, params):
 @njit(cache=True)
 def _seen(rows, st, ns, syn, nsyn, ht, hi, nh, k, hub):
     """A frame about node k at hub time ``hub``: it is alive; say so if it was declared silent."""
-    if hub > ns[k, NS_SEEN]:
-        ns[k, NS_SEEN] = hub
+    ns[k, NS_SEEN] = max(ns[k, NS_SEEN], hub)
     if ns[k, NS_SILENT] != 0:
         ns[k, NS_SILENT] = 0
         s = len(rows) + nsyn
@@ -289,8 +307,18 @@ def advance(
                     if st[S_HELLO] == 0:
                         ns[peer, NS_PRESENT] = 1
                     first = fit_i[peer, cm.FI_N] == 0
-                    if not cm.add_sync(ring_n, ring_h, ring_start, ring_len, fit_i, fit_f, peer,
-                                       ns[peer, NS_T], ns[0, NS_T], params[PR_WINDOW]):
+                    if not cm.add_sync(
+                        ring_n,
+                        ring_h,
+                        ring_start,
+                        ring_len,
+                        fit_i,
+                        fit_f,
+                        peer,
+                        ns[peer, NS_T],
+                        ns[0, NS_T],
+                        params[PR_WINDOW],
+                    ):
                         st[S_REFUSED_SYNC] += 1
                     nsyn, nh = _seen(rows, st, ns, syn, nsyn, ht, hi, nh, peer, hub)
                     if first:
@@ -324,10 +352,8 @@ def advance(
 
         if rows[i, C_STATE] == MAPPED:
             hub = rows[i, C_HUB]
-            if hub > st[S_GLOBAL]:
-                st[S_GLOBAL] = hub
-            if hub > ns[node, NS_OWN]:
-                ns[node, NS_OWN] = hub
+            st[S_GLOBAL] = max(st[S_GLOBAL], hub)
+            ns[node, NS_OWN] = max(ns[node, NS_OWN], hub)
             if node != 0:
                 nsyn, nh = _seen(rows, st, ns, syn, nsyn, ht, hi, nh, node, hub)
             if keep[mtype]:
@@ -338,17 +364,22 @@ def advance(
 
         # silence: no frame about a present node for the silence bound
         for k in range(1, ns.shape[0]):
-            if ns[k, NS_PRESENT] != 0 and ns[k, NS_OFFLINE] == 0 and ns[k, NS_SILENT] == 0:
-                # counted from the first frame about it in this epoch: after a
-                # reboot the hub re-enumerates its nodes for a while
-                if ns[k, NS_SEEN] != 0 and st[S_GLOBAL] - ns[k, NS_SEEN] > params[PR_SILENCE]:
-                    ns[k, NS_SILENT] = 1
-                    syn[nsyn, 0] = ns[k, NS_SEEN] + params[PR_SILENCE]
-                    syn[nsyn, 1] = NODE_SILENT
-                    syn[nsyn, 2] = k
-                    syn[nsyn, 3] = st[S_EPOCH]
-                    nh = _push(ht, hi, nh, syn[nsyn, 0], n + nsyn)
-                    nsyn += 1
+            # counted from the first frame about it in this epoch: after a
+            # reboot the hub re-enumerates its nodes for a while
+            if (
+                ns[k, NS_PRESENT] != 0
+                and ns[k, NS_OFFLINE] == 0
+                and ns[k, NS_SILENT] == 0
+                and ns[k, NS_SEEN] != 0
+                and st[S_GLOBAL] - ns[k, NS_SEEN] > params[PR_SILENCE]
+            ):
+                ns[k, NS_SILENT] = 1
+                syn[nsyn, 0] = ns[k, NS_SEEN] + params[PR_SILENCE]
+                syn[nsyn, 1] = NODE_SILENT
+                syn[nsyn, 2] = k
+                syn[nsyn, 3] = st[S_EPOCH]
+                nh = _push(ht, hi, nh, syn[nsyn, 0], n + nsyn)
+                nsyn += 1
         # rows whose node never synced are dropped after a bound
         if nw > 0:
             kept = 0
@@ -389,8 +420,15 @@ class Ordered:
     ``tracks`` materialise them for a reader that wants a plain table.
     """
 
-    def __init__(self, store: np.ndarray, store_tracks: np.ndarray, synthetic: np.ndarray, index: np.ndarray) -> None:
-        self.store, self.store_tracks, self.synthetic, self.index = store, store_tracks, synthetic, index
+    def __init__(
+        self, store: np.ndarray, store_tracks: np.ndarray, synthetic: np.ndarray, index: np.ndarray
+    ) -> None:
+        self.store, self.store_tracks, self.synthetic, self.index = (
+            store,
+            store_tracks,
+            synthetic,
+            index,
+        )
 
     @classmethod
     def of(cls, rows: np.ndarray, tracks: np.ndarray) -> Ordered:
@@ -507,7 +545,9 @@ class Timeline:
             "refused_syncs": int(st[S_REFUSED_SYNC]),
         }
 
-    def feed_rows(self, rows: np.ndarray, tracks: np.ndarray, host_rx_ns: int | None = None) -> Ordered:
+    def feed_rows(
+        self, rows: np.ndarray, tracks: np.ndarray, host_rx_ns: int | None = None
+    ) -> Ordered:
         """Rows of new frames (stream order, :func:`rows.to_rows`): what they release.
 
         The timing columns of ``rows`` are filled in place.
@@ -550,8 +590,18 @@ class Timeline:
         rel = np.empty(len(rows) + len(syn), np.int64)
         pending = np.empty(len(rows) + len(syn), np.int64)
         nrel, npend, nsyn = advance(
-            rows, carried, self._keep, self.state, self.nodes, *self.clocks.arrays(),
-            self._params, syn, n_syn, np.int64(flush_upto), rel, pending,
+            rows,
+            carried,
+            self._keep,
+            self.state,
+            self.nodes,
+            *self.clocks.arrays(),
+            self._params,
+            syn,
+            n_syn,
+            np.int64(flush_upto),
+            rel,
+            pending,
         )
         n = len(rows)
         out = Ordered(rows, tracks, self._made(syn[:nsyn]), rel[:nrel].copy())
