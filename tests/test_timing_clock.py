@@ -12,7 +12,7 @@ from firmware_host.timing.clock_model import (
     envelope_line,
     map_samples,
 )
-from firmware_host.timing.synthetic import make_clocks, make_syncs
+from firmware_host.timing.synthetic import least_squares_map, make_clocks, make_syncs
 from firmware_host.timing.unwrap import unwrap
 
 WRAP = 2**32
@@ -62,20 +62,6 @@ def _unwrap_per_node(s_node, s_h, s_n, s_arrive, q_node, q_n, q_arrive):
     return s_h, s_n_u, q_n_u
 
 
-def _least_squares(s_node, s_n, s_h, q_node, q_n, q_after):
-    """The strawman: a least-squares line over the same trailing window, same delay correction."""
-    out = np.empty(len(q_n), np.float64)
-    for q in range(len(q_n)):
-        node = q_node[q]
-        sel = np.flatnonzero(s_node[: q_after[q]] == node)
-        sel = sel[s_h[sel] >= s_h[sel[-1]] - WINDOW_US]
-        x = (s_n[sel] - s_n[sel[-1]]).astype(float)
-        y = (s_h[sel] - s_n[sel]).astype(float)
-        b, a = np.polyfit(x, y, 1)
-        out[q] = q_n[q] + a + b * (q_n[q] - s_n[sel[-1]]) + MIN_DELAY_US[node]
-    return out
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_mapping_error_within_the_issue_bounds_and_least_squares_misses_on_the_cue(seed, capsys):
     s_node, s_h, s_n, s_arrive, q_node, q_hub, q_n, q_arrive = _scenario(seed)
@@ -91,7 +77,7 @@ def test_mapping_error_within_the_issue_bounds_and_least_squares_misses_on_the_c
     # the strawman, on a subsample of the cue node (it is slow in Python)
     cue = np.flatnonzero(mapped & (q_node == 3))[::10]
     ls_err = np.abs(
-        _least_squares(s_node, s_n_u, s_h_u, q_node[cue], q_n_u[cue], q_after[cue]) - q_hub[cue]
+        least_squares_map(s_node, s_n_u, s_h_u, q_node[cue], q_n_u[cue], q_after[cue]) - q_hub[cue]
     )
 
     with capsys.disabled():

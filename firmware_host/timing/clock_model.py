@@ -42,7 +42,9 @@ WINDOW_US = 16_000_000
 #: ICD §7, per node: minimum / maximum beacon delay and worst frequency error.
 MIN_DELAY_US = np.array([0, 8, 8, 150, 8, 8, 8, 8], np.float64)
 MAX_DELAY_US = np.array([0, 20, 20, 400, 20, 20, 20, 20], np.float64)
-MAX_PPM = np.array([0, 50, 50, 100, 50, 50, 50, 50], np.float64)
+MAX_PPM = np.array([50, 50, 50, 100, 50, 50, 50, 50], np.float64)
+#: Against the hub, whose own crystal is off by up to 50 ppm too.
+REL_PPM = MAX_PPM + MAX_PPM[0]
 
 # fit_i columns: reference node time, hub-minus-node offset at it (µs, int)
 FI_NREF, FI_OREF, FI_N = 0, 1, 2
@@ -130,7 +132,7 @@ def add_sync(
     a, b = envelope_line(x, y)
     # The datasheet bounds the frequency error: a steeper edge is beacon
     # noise over a short span (start-up), so take the best line at the bound.
-    bound = MAX_PPM[node] * 1.05e-6
+    bound = REL_PPM[node] * 1.05e-6
     if b > bound or b < -bound:
         b = bound if b > 0 else -bound
         a = (y - b * x).max()
@@ -159,7 +161,7 @@ def to_hub(fit_i: np.ndarray, fit_f: np.ndarray, node: int, n: np.int64) -> tupl
     unc = 1.0 + spread / (m + 1.0)
     span = fit_f[node, FF_SPAN]
     if m < 2 or span <= 0.0:
-        unc += MAX_PPM[node] * 1e-6 * abs(x)
+        unc += REL_PPM[node] * 1e-6 * abs(x)
     else:
         # slope error ~ the envelope's excess over the span, times the lever arm
         unc += 2.0 * spread / (m + 1.0) * abs(x - fit_f[node, FF_XBAR]) / span

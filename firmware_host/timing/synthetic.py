@@ -2,7 +2,8 @@
 
 Independent of the virtual table so the estimator's accuracy can be shown
 on its own: every node gets a random offset, the datasheet's worst
-frequency error (±50 ppm, cue ±100 ppm) plus a slow temperature drift, and
+frequency error against the hub (±50 ppm each side: ±100 ppm, cue ±150 ppm)
+plus a slow temperature drift, and
 CLOCK_SYNC samples with the datasheet's delays (cue retries included).
 All times are µs; "hub time" is the reference clock itself.
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .clock_model import MAX_PPM, N_NODES
+from .clock_model import MAX_PPM, MIN_DELAY_US, N_NODES, WINDOW_US
 
 SYNC_HZ = np.array([0, 4, 4, 10, 4, 4, 4, 4], np.float64)
 
@@ -38,7 +39,9 @@ class SyntheticClocks:
 def make_clocks(rng: np.random.Generator, drift_ppm: float = 1.0) -> SyntheticClocks:
     offset = rng.uniform(0, 2**32, N_NODES)
     offset[0] = 0.0
-    ppm = MAX_PPM * rng.choice([-1.0, 1.0], N_NODES)
+    # the hub is the reference here: a node's error against it is its own plus the hub's
+    ppm = (MAX_PPM + MAX_PPM[0]) * rng.choice([-1.0, 1.0], N_NODES)
+    ppm[0] = 0.0
     drift = np.full(N_NODES, drift_ppm)
     drift[0] = 0.0
     return SyntheticClocks(offset, ppm, drift, drift_period_us=600e6)
@@ -79,3 +82,29 @@ def make_syncs(
         np.concatenate(ns)[order].astype(np.int64),
         np.concatenate(arrive)[order],
     )
+
+
+def least_squares_map(
+    s_node: np.ndarray,
+    s_n: np.ndarray,
+    s_h: np.ndarray,
+    q_node: np.ndarray,
+    q_n: np.ndarray,
+    q_after: np.ndarray,
+) -> np.ndarray:
+    """The strawman the clock model is measured against: a least-squares line.
+
+    Same trailing window and same delay correction as the envelope; fitted
+    through every sample, it sits at the *mean* delay.  ``q_after[q]``:
+    how many sync samples (unwrapped, stream order) came before query q.
+    """
+    out = np.empty(len(q_n), np.float64)
+    for q in range(len(q_n)):
+        node = q_node[q]
+        sel = np.flatnonzero(s_node[: q_after[q]] == node)
+        sel = sel[s_h[sel] >= s_h[sel[-1]] - WINDOW_US]
+        x = (s_n[sel] - s_n[sel[-1]]).astype(float)
+        y = (s_h[sel] - s_n[sel]).astype(float)
+        b, a = np.polyfit(x, y, 1)
+        out[q] = q_n[q] + a + b * (q_n[q] - s_n[sel[-1]]) + MIN_DELAY_US[node]
+    return out
