@@ -7,7 +7,6 @@ import pytest
 
 from firmware_host.timing.clock_model import (
     CAPACITY,
-    MIN_DELAY_US,
     WINDOW_US,
     envelope_line,
     map_samples,

@@ -23,8 +23,8 @@ from firmware_host.timing.rows import (
     to_rows,
     type_of,
 )
-from firmware_host.timing.timeline import Ordered, Timeline, concat
 from firmware_host.timing.synthetic import least_squares_map
+from firmware_host.timing.timeline import Ordered, Timeline, concat
 from firmware_host.timing.unwrap import unwrap
 from firmware_host.virtual_table import clocks
 from firmware_host.virtual_table.faults import FaultPlan
@@ -81,7 +81,9 @@ def timing_match(duration_s: float, seed: int) -> MatchTruth:
 
 def worst_crystals(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The datasheet's worst: every node at +-50 ppm (cue +-100), drifting at the model's limit."""
-    limit = np.array([clocks.CUE_PPM if n == clocks.CUE else clocks.WIRED_PPM for n in clocks.NODES])
+    limit = np.array(
+        [clocks.CUE_PPM if n == clocks.CUE else clocks.WIRED_PPM for n in clocks.NODES]
+    )
     signs = rng.choice([-1.0, 1.0], len(limit))
     return signs * limit, -signs * clocks.MAX_DRIFT_PPM_PER_S
 
@@ -162,7 +164,9 @@ def test_every_frame_maps_within_bounds_across_a_wrap_a_reboot_and_an_offline_no
     ls = least_squares_map(peer, s_n, s_h, np.full(len(cue), 3), q_n, q_after[q_after > 20])
     ls_err = np.abs(ls - t["stamp_hub_us"][cue])
     with capsys.disabled():
-        print(f"  cue by least squares: p50 {np.median(ls_err):6.1f} p99 {np.percentile(ls_err, 99):6.1f}")
+        print(
+            f"  cue by least squares: p50 {np.median(ls_err):6.1f} p99 {np.percentile(ls_err, 99):6.1f}"
+        )
     assert np.percentile(ls_err, 99) > BOUND_US[3]
 
 
