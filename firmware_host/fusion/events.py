@@ -58,55 +58,32 @@ class FusionParams:
         )
 
 
-class FusionState:
-    """Everything :func:`kernel.fuse` carries from one call to the next."""
-
-    def __init__(self, params: FusionParams, table: Table) -> None:
-        self.fs = np.zeros(k.N_F, np.int64)
-        self.fs[k.F_SHOT] = 0
-        self.prm = params.array()
-        self.geo = geometry(table, params.frozen_gap_mm)
-        self.trk_t = np.zeros(k.HISTORY, np.int64)
-        self.trk_xy = np.zeros((k.HISTORY, 16, 2))
-        self.trk_on = np.zeros((k.HISTORY, 16), np.uint8)
-        self.trk_mv = np.zeros((k.HISTORY, 16), np.uint8)
-        self.rest_xy = np.zeros((16, 2))
-        self.rest_n = np.zeros(16, np.int64)
-        self.pair_t = np.full((16, 16), np.iinfo(np.int64).min // 2, np.int64)
-        self.cushion_last = np.full((6, 2), np.iinfo(np.int64).min // 2, np.int64)
-        self.pend_snap = np.zeros((1, 16, 3))
-        self.pend_frozen = np.zeros((1, 16), np.int64)
-        self.sb_t = np.zeros(k.SHOT_FRAMES, np.int64)
-        self.sb_xy = np.zeros((k.SHOT_FRAMES, 16, 2), np.float32)
-        self.sb_on = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
-        self.sb_mv = np.zeros((k.SHOT_FRAMES, 16), np.uint8)
-        self.dpend = np.zeros((k.HELD_CONTACTS, 3), np.int64)
-        self.moved = np.full(
-            (16, 3), -1, np.int64
-        )  # ball_moved pending: event t, frame t; last start
-
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        return (
-            self.fs,
-            self.prm,
-            self.geo,
-            self.trk_t,
-            self.trk_xy,
-            self.trk_on,
-            self.trk_mv,
-            self.rest_xy,
-            self.rest_n,
-            self.pair_t,
-            self.cushion_last,
-            self.pend_snap,
-            self.pend_frozen,
-            self.sb_t,
-            self.sb_xy,
-            self.sb_on,
-            self.sb_mv,
-            self.dpend,
-            self.moved,
-        )
+def fusion_arrays(params: FusionParams, table: Table) -> k.FusionArrays:
+    """The kernel's state at the start of a stream."""
+    never = np.iinfo(np.int64).min // 2
+    return k.FusionArrays(
+        fs=np.zeros(k.N_F, np.int64),
+        prm=params.array(),
+        geo=geometry(table, params.frozen_gap_mm),
+        trk_t=np.zeros(k.HISTORY, np.int64),
+        trk_xy=np.zeros((k.HISTORY, 16, 2)),
+        trk_on=np.zeros((k.HISTORY, 16), np.uint8),
+        trk_mv=np.zeros((k.HISTORY, 16), np.uint8),
+        rest_xy=np.zeros((16, 2)),
+        rest_n=np.zeros(16, np.int64),
+        pair_t=np.full((16, 16), never, np.int64),
+        cushion_last=np.full((6, 2), never, np.int64),
+        pend_snap=np.zeros((1, 16, 3)),
+        pend_frozen=np.zeros((1, 16), np.int64),
+        sb_t=np.zeros(k.SHOT_FRAMES, np.int64),
+        sb_xy=np.zeros((k.SHOT_FRAMES, 16, 2), np.float32),
+        sb_on=np.zeros((k.SHOT_FRAMES, 16), np.uint8),
+        sb_mv=np.zeros((k.SHOT_FRAMES, 16), np.uint8),
+        dpend=np.zeros((k.HELD_CONTACTS, 3), np.int64),
+        moved=np.full((16, 3), -1, np.int64),
+        scratch_b=np.zeros(16, np.bool_),
+        scratch_v=np.zeros((16, 2)),
+    )
 
 
 def _ball(b: int) -> int | None:
@@ -203,7 +180,7 @@ class Fusion:
 
     def __init__(self, params: FusionParams | None = None, table: Table = DEFAULT_TABLE) -> None:
         self.params = params or FusionParams()
-        self.state = FusionState(self.params, table)
+        self.state = fusion_arrays(self.params, table)
         self._heap: list[tuple[int, int, int, dict[str, Any]]] = []
 
     @property
@@ -226,12 +203,12 @@ class Fusion:
         frozen = np.zeros((cap, 16), np.int64)
         paths = np.empty((path_cap, 4))
         nev, _, _, safe = k.fuse(
+            self.state,
             ordered.store,
             ordered.synthetic,
             ordered.index,
             ordered.store_tracks,
             np.int64(upto_hub_us),
-            *self.state.arrays(),
             ev,
             snaps,
             frozen,

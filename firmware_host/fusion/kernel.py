@@ -1,7 +1,7 @@
 """The fusion state machine: hub-ordered rows in, EVENTS.md event records out.
 
 One numba kernel walks the rows the timeline released (hub-time order) and
-keeps everything it needs across calls in arrays (:class:`FusionState`), so
+keeps everything it needs across calls in arrays (:class:`FusionArrays`), so
 a capture in one call and a live stream in many calls emit the same events.
 Decisions, in the order ICD §7 and RULES.md force them:
 
@@ -40,6 +40,8 @@ frames), so the caller re-sorts them and releases only those before
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -53,6 +55,7 @@ from firmware_host.timing.rows import (
     col,
     type_of,
 )
+from firmware_host.timing.timeline import RELEASED_TYPES
 
 from .geometry import (
     G_D,
@@ -143,19 +146,9 @@ MOVING_BITS = 3  # BALL_TRACK.state: moving | spinning in place (item 14.1: spin
 HISTORY = 3  # tracker frames kept
 SHOT_FRAMES = 16384  # tracker frames kept per shot for its paths (136 s at 120 Hz)
 
+# the rows the timeline releases, in RELEASED_TYPES' order
 T_HELLO, T_NODE_STATUS, T_CUE, T_CUSHION, T_POCKET, T_TRACK, T_LINE, T_CLICK, T_KEYPAD = (
-    type_of(n)
-    for n in (
-        "HELLO",
-        "NODE_STATUS",
-        "CUE_CONTACT",
-        "CUSHION_HIT",
-        "POCKET_DROP",
-        "BALL_TRACK",
-        "LINE_CROSS",
-        "BALL_CLICK",
-        "KEYPAD",
-    )
+    type_of(n) for n in RELEASED_TYPES
 )
 H_BOOT, H_PRESENT = col("HELLO", "boot_id"), col("HELLO", "nodes_present")
 H_LEN, H_WID, H_BALL = (
@@ -197,16 +190,44 @@ CUE_GRACE_US = (
 HELD_CONTACTS = 64
 
 
+class FusionArrays(NamedTuple):
+    """Everything the kernel keeps between calls, one argument (built by :func:`events.fusion_arrays`)."""
+
+    fs: np.ndarray  # scalar state, F_*
+    prm: np.ndarray  # parameters, PR_*
+    geo: np.ndarray  # table geometry (geometry.G_*)
+    trk_t: np.ndarray  # last HISTORY tracker frames: hub time,
+    trk_xy: np.ndarray  # positions (mm),
+    trk_on: np.ndarray  # on the table,
+    trk_mv: np.ndarray  # moving or spinning
+    rest_xy: np.ndarray  # each ball's averaged rest position
+    rest_n: np.ndarray  # and how many still frames it averages
+    pair_t: np.ndarray  # (16, 16) hub time of each pair's last contact
+    cushion_last: np.ndarray  # (6, 2) last accepted hit per cushion: time, amplitude
+    pend_snap: np.ndarray  # (1, 16, 3) layout before the shot whose struck ball is not known yet
+    pend_frozen: np.ndarray  # (1, 16) its frozen cushions
+    sb_t: np.ndarray  # the shot's tracker frames (for paths): time,
+    sb_xy: np.ndarray  # positions,
+    sb_on: np.ndarray  # on the table,
+    sb_mv: np.ndarray  # moving
+    dpend: np.ndarray  # trajectory contacts waiting for their click: time, ball, ball
+    moved: (
+        np.ndarray
+    )  # (16, 3) ball_moved waiting for a tip contact: event time, frame time; last start
+    scratch_b: np.ndarray  # per-frame scratch: balls that started moving
+    scratch_v: np.ndarray  # and velocities
+
+
 @njit(cache=True)
-def _emit(ev, nev, fs, t, etype, ball, a, b, c, d, e):
+def _emit(st, ev, nev, t, etype, ball, a, b, c, d, e):
     if nev >= ev.shape[0]:
-        fs[F_EV_CUT] += 1  # the caller sized ev too small: counted, never written past
+        st.fs[F_EV_CUT] += 1  # the caller sized ev too small: counted, never written past
         return nev
     ev[nev, O_T] = t
     ev[nev, O_TYPE] = etype
-    ev[nev, O_SEQ] = fs[F_SEQ]
-    fs[F_SEQ] += 1
-    ev[nev, O_SHOT] = fs[F_SHOT] if fs[F_IN_SHOT] else -1
+    ev[nev, O_SEQ] = st.fs[F_SEQ]
+    st.fs[F_SEQ] += 1
+    ev[nev, O_SHOT] = st.fs[F_SHOT] if st.fs[F_IN_SHOT] else -1
     ev[nev, O_BALL] = ball
     ev[nev, O_A] = a
     ev[nev, O_B] = b
@@ -221,92 +242,73 @@ def _emit(ev, nev, fs, t, etype, ball, a, b, c, d, e):
 
 
 @njit(cache=True)
-def _tracker_up(fs):
-    return ((fs[F_PRESENT] >> TRACKER) & 1) != 0 and ((fs[F_DOWN] >> TRACKER) & 1) == 0
+def _tracker_up(st):
+    return ((st.fs[F_PRESENT] >> TRACKER) & 1) != 0 and ((st.fs[F_DOWN] >> TRACKER) & 1) == 0
 
 
 @njit(cache=True)
-def _tracker_alive(fs):
-    return _tracker_up(fs) and fs[F_TRK_N] > 0
+def _tracker_alive(st):
+    return _tracker_up(st) and st.fs[F_TRK_N] > 0
 
 
 @njit(cache=True)
-def _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, out_xy, out_on, penalty):
+def _carried(st, t, out_xy, out_on, penalty):
     """Every ball's position carried from its last two frames to hub time ``t``."""
-    n = fs[F_TRK_N]
+    n = st.fs[F_TRK_N]
     k = (n - 1) % HISTORY
     p = (n - 2) % HISTORY
     for b in range(16):
-        out_on[b] = trk_on[k, b]
-        out_xy[b, 0] = trk_xy[k, b, 0]
-        out_xy[b, 1] = trk_xy[k, b, 1]
-        penalty[b] = 0.0 if trk_mv[k, b] else AT_REST_PENALTY_MM
-        if n >= 2 and trk_on[k, b] and trk_on[p, b] and trk_mv[k, b] and trk_t[k] > trk_t[p]:
-            f = (t - trk_t[k]) / (trk_t[k] - trk_t[p])
-            out_xy[b, 0] += (trk_xy[k, b, 0] - trk_xy[p, b, 0]) * f
-            out_xy[b, 1] += (trk_xy[k, b, 1] - trk_xy[p, b, 1]) * f
+        out_on[b] = st.trk_on[k, b]
+        out_xy[b, 0] = st.trk_xy[k, b, 0]
+        out_xy[b, 1] = st.trk_xy[k, b, 1]
+        penalty[b] = 0.0 if st.trk_mv[k, b] else AT_REST_PENALTY_MM
+        if (
+            n >= 2
+            and st.trk_on[k, b]
+            and st.trk_on[p, b]
+            and st.trk_mv[k, b]
+            and st.trk_t[k] > st.trk_t[p]
+        ):
+            f = (t - st.trk_t[k]) / (st.trk_t[k] - st.trk_t[p])
+            out_xy[b, 0] += (st.trk_xy[k, b, 0] - st.trk_xy[p, b, 0]) * f
+            out_xy[b, 1] += (st.trk_xy[k, b, 1] - st.trk_xy[p, b, 1]) * f
 
 
 @njit(cache=True)
-def _snapshot(snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t):
+def _snapshot(st, snaps, frozen, nsnap, t):
     """Positions at hub time t (rest average where the ball is still, carried on where it
     moves) and frozen cushions of every present ball."""
-    n = fs[F_TRK_N]
+    n = st.fs[F_TRK_N]
     k = (n - 1) % HISTORY
     p = (n - 2) % HISTORY
     for b in range(16):
-        on = n > 0 and trk_on[k, b]
+        on = n > 0 and st.trk_on[k, b]
         snaps[nsnap, b, 2] = 1.0 if on else 0.0
-        if rest_n[b] > 0:
-            x, y = rest_xy[b, 0], rest_xy[b, 1]
+        if st.rest_n[b] > 0:
+            x, y = st.rest_xy[b, 0], st.rest_xy[b, 1]
         else:
-            x, y = trk_xy[k, b, 0], trk_xy[k, b, 1]
-            if n >= 2 and trk_on[p, b] and trk_mv[k, b] and trk_t[k] > trk_t[p]:
-                f = (t - trk_t[k]) / (trk_t[k] - trk_t[p])
-                x += (trk_xy[k, b, 0] - trk_xy[p, b, 0]) * f
-                y += (trk_xy[k, b, 1] - trk_xy[p, b, 1]) * f
+            x, y = st.trk_xy[k, b, 0], st.trk_xy[k, b, 1]
+            if n >= 2 and st.trk_on[p, b] and st.trk_mv[k, b] and st.trk_t[k] > st.trk_t[p]:
+                f = (t - st.trk_t[k]) / (st.trk_t[k] - st.trk_t[p])
+                x += (st.trk_xy[k, b, 0] - st.trk_xy[p, b, 0]) * f
+                y += (st.trk_xy[k, b, 1] - st.trk_xy[p, b, 1]) * f
         snaps[nsnap, b, 0] = x
         snaps[nsnap, b, 1] = y
-        frozen[nsnap, b] = frozen_mask(geo, x, y) if on and rest_n[b] > 0 else 0
+        frozen[nsnap, b] = frozen_mask(st.geo, x, y) if on and st.rest_n[b] > 0 else 0
     return nsnap + 1
 
 
 @njit(cache=True)
-def _end_shot(
-    ev,
-    nev,
-    fs,
-    t,
-    flags,
-    snaps,
-    frozen,
-    nsnap,
-    paths,
-    npath,
-    rest_xy,
-    rest_n,
-    trk_t,
-    trk_xy,
-    trk_on,
-    trk_mv,
-    sb_t,
-    sb_xy,
-    sb_on,
-    sb_mv,
-    geo,
-    with_tracker,
-):
-    nev = _emit(ev, nev, fs, t, EV_SHOT_END, -1, 0, 0, 0, 0, 0)
+def _end_shot(st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, with_tracker):
+    nev = _emit(st, ev, nev, t, EV_SHOT_END, -1, 0, 0, 0, 0, 0)
     ev[nev - 1, O_FLAGS] = flags
     if nsnap >= snaps.shape[0]:
         with_tracker = False
     if with_tracker:
         ev[nev - 1, O_SNAP] = nsnap
-        nsnap = _snapshot(
-            snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t
-        )
+        nsnap = _snapshot(st, snaps, frozen, nsnap, t)
         ev[nev - 1, O_PATH0] = npath
-        n = fs[F_SB_N]
+        n = st.fs[F_SB_N]
         keep = np.empty(n, np.bool_)
         xs = np.empty(n)
         ys = np.empty(n)
@@ -314,7 +316,7 @@ def _end_shot(
         for b in range(16):
             first, last = -1, -1
             for i in range(n):
-                if sb_mv[i, b]:
+                if st.sb_mv[i, b]:
                     if first < 0:
                         first = i
                     last = i
@@ -322,14 +324,14 @@ def _end_shot(
                 continue
             m = 0
             for i in range(max(first - 1, 0), min(last + 2, n)):
-                if sb_on[i, b]:
-                    xs[m], ys[m], ts[m] = sb_xy[i, b, 0], sb_xy[i, b, 1], sb_t[i]
+                if st.sb_on[i, b]:
+                    xs[m], ys[m], ts[m] = st.sb_xy[i, b, 0], st.sb_xy[i, b, 1], st.sb_t[i]
                     m += 1
             simplify(xs[:m], ys[:m], 2.0, keep)
             for i in range(m):
                 if keep[i]:
                     if npath >= paths.shape[0]:
-                        fs[F_PATHS_CUT] += 1
+                        st.fs[F_PATHS_CUT] += 1
                         break
                     paths[npath, 0] = b
                     paths[npath, 1] = ts[i]
@@ -337,24 +339,22 @@ def _end_shot(
                     paths[npath, 3] = ys[i]
                     npath += 1
         ev[nev - 1, O_PATH1] = npath
-    fs[F_IN_SHOT] = 0
-    fs[F_CUE_PENDING] = 0
-    fs[F_DIRTY] = 0
-    fs[F_SB_N] = 0
+    st.fs[F_IN_SHOT] = 0
+    st.fs[F_CUE_PENDING] = 0
+    st.fs[F_DIRTY] = 0
+    st.fs[F_SB_N] = 0
     return nev, nsnap, npath
 
 
 @njit(cache=True)
-def _start_shot_event(
-    ev, nev, fs, ball, snaps, frozen, nsnap, pend_snap, pend_frozen, with_tracker
-):
-    nev = _emit(ev, nev, fs, fs[F_CUE_T], EV_SHOT_START, ball, 0, 0, 0, 0, 0)
+def _start_shot_event(st, ev, nev, ball, snaps, frozen, nsnap, with_tracker):
+    nev = _emit(st, ev, nev, st.fs[F_CUE_T], EV_SHOT_START, ball, 0, 0, 0, 0, 0)
     if with_tracker:
         ev[nev - 1, O_SNAP] = nsnap
-        snaps[nsnap] = pend_snap[0]
-        frozen[nsnap] = pend_frozen[0]
+        snaps[nsnap] = st.pend_snap[0]
+        frozen[nsnap] = st.pend_frozen[0]
         nsnap += 1
-    fs[F_CUE_PENDING] = 0
+    st.fs[F_CUE_PENDING] = 0
     return nev, nsnap
 
 
@@ -376,404 +376,297 @@ def _contact_time(pi, pj, vi, vj, D, span):
 
 
 @njit(cache=True)
-def _acoustic_up(fs):
-    return ((fs[F_PRESENT] >> ACOUSTIC) & 1) != 0 and ((fs[F_DOWN] >> ACOUSTIC) & 1) == 0
+def _acoustic_up(st):
+    return ((st.fs[F_PRESENT] >> ACOUSTIC) & 1) != 0 and ((st.fs[F_DOWN] >> ACOUSTIC) & 1) == 0
 
 
 @njit(cache=True)
-def _held(fs, dpend, i, j, t):
+def _held(st, i, j, t):
     """The held trajectory contact of pair (i, j) near hub time t, or -1."""
-    for q in range(fs[F_DPEND_N]):
-        if dpend[q, 1] == i and dpend[q, 2] == j and abs(dpend[q, 0] - t) <= CLICK_WAIT_US:
+    for q in range(st.fs[F_DPEND_N]):
+        if st.dpend[q, 1] == i and st.dpend[q, 2] == j and abs(st.dpend[q, 0] - t) <= CLICK_WAIT_US:
             return q
     return -1
 
 
 @njit(cache=True)
-def _derive(ev, nev, fs, prm, pair_t, dpend, tau, i, j):
+def _derive(st, ev, nev, tau, i, j):
     """A contact seen in the trajectories: emitted now, or, with a live acoustic node,
     held ``CLICK_WAIT_US`` for the click that would time it exactly."""
-    if tau - pair_t[i, j] <= prm[PR_CONTACT_GAP_US]:
+    if tau - st.pair_t[i, j] <= st.prm[PR_CONTACT_GAP_US]:
         return nev
-    if _acoustic_up(fs):
-        for q in range(fs[F_DPEND_N]):
+    if _acoustic_up(st):
+        for q in range(st.fs[F_DPEND_N]):
             if (
-                dpend[q, 1] == i
-                and dpend[q, 2] == j
-                and abs(dpend[q, 0] - tau) <= prm[PR_CONTACT_GAP_US]
+                st.dpend[q, 1] == i
+                and st.dpend[q, 2] == j
+                and abs(st.dpend[q, 0] - tau) <= st.prm[PR_CONTACT_GAP_US]
             ):
                 return nev
-        if fs[F_DPEND_N] < dpend.shape[0]:
-            q = fs[F_DPEND_N]
-            dpend[q, 0], dpend[q, 1], dpend[q, 2] = tau, i, j
-            fs[F_DPEND_N] = q + 1
+        if st.fs[F_DPEND_N] < st.dpend.shape[0]:
+            q = st.fs[F_DPEND_N]
+            st.dpend[q, 0], st.dpend[q, 1], st.dpend[q, 2] = tau, i, j
+            st.fs[F_DPEND_N] = q + 1
             return nev
-    nev = _emit(ev, nev, fs, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
-    pair_t[i, j] = tau
-    fs[F_LAST_ACT] = max(fs[F_LAST_ACT], tau)
+    nev = _emit(st, ev, nev, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+    st.pair_t[i, j] = tau
+    st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], tau)
     return nev
 
 
 @njit(cache=True)
-def _release_derived(ev, nev, fs, prm, pair_t, dpend, now):
+def _release_derived(st, ev, nev, now):
     """Held trajectory contacts whose click did not come: emitted at their own time."""
     q = 0
-    while q < fs[F_DPEND_N]:
-        if dpend[q, 0] + CLICK_WAIT_US < now:
-            tau, i, j = dpend[q, 0], dpend[q, 1], dpend[q, 2]
-            fs[F_DPEND_N] -= 1
-            dpend[q] = dpend[fs[F_DPEND_N]]
-            if tau - pair_t[i, j] > prm[PR_CONTACT_GAP_US]:
-                nev = _emit(ev, nev, fs, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
-                pair_t[i, j] = tau
-                fs[F_LAST_ACT] = max(fs[F_LAST_ACT], tau)
+    while q < st.fs[F_DPEND_N]:
+        if st.dpend[q, 0] + CLICK_WAIT_US < now:
+            tau, i, j = st.dpend[q, 0], st.dpend[q, 1], st.dpend[q, 2]
+            st.fs[F_DPEND_N] -= 1
+            st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
+            if tau - st.pair_t[i, j] > st.prm[PR_CONTACT_GAP_US]:
+                nev = _emit(st, ev, nev, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+                st.pair_t[i, j] = tau
+                st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], tau)
         else:
             q += 1
     return nev
 
 
 @njit(cache=True)
-def _release_moved(ev, nev, fs, moved, now):
+def _release_moved(st, ev, nev, now):
     """Balls that started moving with no cause, once no tip contact can claim them any more."""
     for b in range(16):
-        if moved[b, 1] >= 0 and moved[b, 1] + CUE_GRACE_US < now:
-            nev = _emit(ev, nev, fs, moved[b, 0], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
-            moved[b, 1] = -1
+        if st.moved[b, 1] >= 0 and st.moved[b, 1] + CUE_GRACE_US < now:
+            nev = _emit(st, ev, nev, st.moved[b, 0], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
+            st.moved[b, 1] = -1
     return nev
 
 
 @njit(cache=True)
-def _track_frame(
-    rw,
-    tracks,
-    fs,
-    prm,
-    geo,
-    trk_t,
-    trk_xy,
-    trk_on,
-    trk_mv,
-    rest_xy,
-    rest_n,
-    pair_t,
-    ev,
-    nev,
-    snaps,
-    frozen,
-    nsnap,
-    paths,
-    npath,
-    pend_snap,
-    pend_frozen,
-    sb_t,
-    sb_xy,
-    sb_on,
-    sb_mv,
-    scratch_b,
-    scratch_v,
-    dpend,
-    moved,
-):
+def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
     t = rw[C_HUB]
     ti = rw[C_TRACK]
-    n = fs[F_TRK_N]
+    n = st.fs[F_TRK_N]
     k = n % HISTORY
     p = (n - 1) % HISTORY
     q = (n - 2) % HISTORY
-    trk_t[k] = t
-    trk_on[k, :] = 0
-    trk_mv[k, :] = 0
+    st.trk_t[k] = t
+    st.trk_on[k, :] = 0
+    st.trk_mv[k, :] = 0
     for j in range(min(rw[BT_COUNT], 16)):
         b = tracks[ti, j, 0]
         if b < 16:
-            trk_on[k, b] = 1
-            trk_mv[k, b] = 1 if tracks[ti, j, 1] & MOVING_BITS else 0
-            trk_xy[k, b, 0] = (np.int64(tracks[ti, j, 2]) | np.int64(tracks[ti, j, 3]) << 8) / 10.0
-            trk_xy[k, b, 1] = (np.int64(tracks[ti, j, 4]) | np.int64(tracks[ti, j, 5]) << 8) / 10.0
-    fs[F_TRK_N] = n + 1
-    D = geo[G_D]
-    if n >= 1 and not fs[F_IN_SHOT]:
+            st.trk_on[k, b] = 1
+            st.trk_mv[k, b] = 1 if tracks[ti, j, 1] & MOVING_BITS else 0
+            st.trk_xy[k, b, 0] = (
+                np.int64(tracks[ti, j, 2]) | np.int64(tracks[ti, j, 3]) << 8
+            ) / 10.0
+            st.trk_xy[k, b, 1] = (
+                np.int64(tracks[ti, j, 4]) | np.int64(tracks[ti, j, 5]) << 8
+            ) / 10.0
+    st.fs[F_TRK_N] = n + 1
+    D = st.geo[G_D]
+    if n >= 1 and not st.fs[F_IN_SHOT]:
         for b in range(16):
-            if trk_on[k, b] != trk_on[p, b]:
-                fs[F_DIRTY] = 1  # a ball put on (or taken off) the table
-                fs[F_STILL_RUN] = -1  # the layout changed: count still frames again
+            if st.trk_on[k, b] != st.trk_on[p, b]:
+                st.fs[F_DIRTY] = 1  # a ball put on (or taken off) the table
+                st.fs[F_STILL_RUN] = -1  # the layout changed: count still frames again
     any_moving = False
     for b in range(16):
-        if trk_on[k, b] and trk_mv[k, b]:
+        if st.trk_on[k, b] and st.trk_mv[k, b]:
             any_moving = True
     if any_moving:
-        fs[F_LAST_ACT] = t
-        if fs[F_IN_SHOT]:
-            fs[F_MOVED] = 1
+        st.fs[F_LAST_ACT] = t
+        if st.fs[F_IN_SHOT]:
+            st.fs[F_MOVED] = 1
     moved_before = False
     if n >= 1:
         for b in range(16):
-            if trk_on[p, b] and trk_mv[p, b]:
+            if st.trk_on[p, b] and st.trk_mv[p, b]:
                 moved_before = True
     if n >= 1 and (any_moving or moved_before):
-        dt = float(t - trk_t[p])
-        started = scratch_b
+        dt = float(t - st.trk_t[p])
+        started = st.scratch_b
         for b in range(16):
-            started[b] = trk_on[k, b] and trk_on[p, b] and trk_mv[k, b] and not trk_mv[p, b]
+            started[b] = (
+                st.trk_on[k, b] and st.trk_on[p, b] and st.trk_mv[k, b] and not st.trk_mv[p, b]
+            )
             if started[b]:
-                moved[b, 2] = t
+                st.moved[b, 2] = t
         # velocities (mm/µs) over the previous frame pair
-        vel = scratch_v
+        vel = st.scratch_v
         vel[:, :] = 0.0
-        if n >= 2 and trk_t[p] > trk_t[q]:
+        if n >= 2 and st.trk_t[p] > st.trk_t[q]:
             for b in range(16):
-                if trk_on[p, b] and trk_on[q, b] and trk_mv[p, b]:
-                    vel[b, 0] = (trk_xy[p, b, 0] - trk_xy[q, b, 0]) / (trk_t[p] - trk_t[q])
-                    vel[b, 1] = (trk_xy[p, b, 1] - trk_xy[q, b, 1]) / (trk_t[p] - trk_t[q])
+                if st.trk_on[p, b] and st.trk_on[q, b] and st.trk_mv[p, b]:
+                    vel[b, 0] = (st.trk_xy[p, b, 0] - st.trk_xy[q, b, 0]) / (
+                        st.trk_t[p] - st.trk_t[q]
+                    )
+                    vel[b, 1] = (st.trk_xy[p, b, 1] - st.trk_xy[q, b, 1]) / (
+                        st.trk_t[p] - st.trk_t[q]
+                    )
         # contacts from trajectories: straight-line motion would overlap
         for i in range(16):
-            if not (trk_on[k, i] and trk_on[p, i]):
+            if not (st.trk_on[k, i] and st.trk_on[p, i]):
                 continue
             for j in range(i + 1, 16):
-                if not (trk_on[k, j] and trk_on[p, j]):
+                if not (st.trk_on[k, j] and st.trk_on[p, j]):
                     continue
-                if not (trk_mv[p, i] or trk_mv[p, j]):
+                if not (st.trk_mv[p, i] or st.trk_mv[p, j]):
                     continue
                 # predicted from the last velocities: would they overlap now?
-                pix, piy = trk_xy[p, i, 0] + vel[i, 0] * dt, trk_xy[p, i, 1] + vel[i, 1] * dt
-                pjx, pjy = trk_xy[p, j, 0] + vel[j, 0] * dt, trk_xy[p, j, 1] + vel[j, 1] * dt
+                pix, piy = st.trk_xy[p, i, 0] + vel[i, 0] * dt, st.trk_xy[p, i, 1] + vel[i, 1] * dt
+                pjx, pjy = st.trk_xy[p, j, 0] + vel[j, 0] * dt, st.trk_xy[p, j, 1] + vel[j, 1] * dt
                 if np.hypot(pix - pjx, piy - pjy) >= D - CONTACT_TOLERANCE_MM:
                     continue
                 gap_before = np.hypot(
-                    trk_xy[p, i, 0] - trk_xy[p, j, 0], trk_xy[p, i, 1] - trk_xy[p, j, 1]
+                    st.trk_xy[p, i, 0] - st.trk_xy[p, j, 0], st.trk_xy[p, i, 1] - st.trk_xy[p, j, 1]
                 )
                 if gap_before < D - CONTACT_TOLERANCE_MM:
                     continue  # already overlapping in the last frame: seen then, or a tracker merge
                 # and did either actually change course (two balls rolling in touch do not)?
                 dev = max(
-                    np.hypot(trk_xy[k, i, 0] - pix, trk_xy[k, i, 1] - piy),
-                    np.hypot(trk_xy[k, j, 0] - pjx, trk_xy[k, j, 1] - pjy),
+                    np.hypot(st.trk_xy[k, i, 0] - pix, st.trk_xy[k, i, 1] - piy),
+                    np.hypot(st.trk_xy[k, j, 0] - pjx, st.trk_xy[k, j, 1] - pjy),
                 )
                 if dev < DEVIATION_MM:
                     continue
-                s = _contact_time(trk_xy[p, i], trk_xy[p, j], vel[i], vel[j], D, dt)
-                nev = _derive(ev, nev, fs, prm, pair_t, dpend, trk_t[p] + np.int64(s), i, j)
+                s = _contact_time(st.trk_xy[p, i], st.trk_xy[p, j], vel[i], vel[j], D, dt)
+                nev = _derive(st, ev, nev, st.trk_t[p] + np.int64(s), i, j)
         # line crossings from trajectories when there is no curtain
-        if ((fs[F_PRESENT] >> LINES) & 1) == 0:
+        if ((st.fs[F_PRESENT] >> LINES) & 1) == 0:
             for b in range(16):
-                if not (trk_on[k, b] and trk_on[p, b] and (trk_mv[k, b] or trk_mv[p, b])):
+                if not (
+                    st.trk_on[k, b] and st.trk_on[p, b] and (st.trk_mv[k, b] or st.trk_mv[p, b])
+                ):
                     continue
                 for line in range(2):
-                    lx = line_x(geo, line)
-                    x0, x1 = trk_xy[p, b, 0], trk_xy[k, b, 0]
+                    lx = line_x(st.geo, line)
+                    x0, x1 = st.trk_xy[p, b, 0], st.trk_xy[k, b, 0]
                     if (x0 >= lx) != (x1 >= lx):
-                        tau = trk_t[p] + np.int64(dt * (lx - x0) / (x1 - x0))
+                        tau = st.trk_t[p] + np.int64(dt * (lx - x0) / (x1 - x0))
                         nev = _emit(
-                            ev, nev, fs, tau, EV_LINE_CROSS, b, line, 1 if x1 > x0 else 0, 0, 0, 0
+                            st, ev, nev, tau, EV_LINE_CROSS, b, line, 1 if x1 > x0 else 0, 0, 0, 0
                         )
         # the struck ball: the first to start moving after the tip contact
-        if fs[F_CUE_PENDING] and t > fs[F_CUE_T]:
+        if st.fs[F_CUE_PENDING] and t > st.fs[F_CUE_T]:
             best, best_d = -1, -1.0
             for b in range(16):
                 if started[b]:
                     d = np.hypot(
-                        trk_xy[k, b, 0] - pend_snap[0, b, 0], trk_xy[k, b, 1] - pend_snap[0, b, 1]
+                        st.trk_xy[k, b, 0] - st.pend_snap[0, b, 0],
+                        st.trk_xy[k, b, 1] - st.pend_snap[0, b, 1],
                     )
                     if d > best_d:
                         best, best_d = b, d
             if best >= 0:
                 started[best] = False
-                nev, nsnap = _start_shot_event(
-                    ev, nev, fs, best, snaps, frozen, nsnap, pend_snap, pend_frozen, True
-                )
+                nev, nsnap = _start_shot_event(st, ev, nev, best, snaps, frozen, nsnap, True)
         # other balls that start moving: hit by a neighbour, or moved by hand (item 17)
         for b in range(16):
             if not started[b]:
                 continue
-            fs[F_MOVED] = 1
+            st.fs[F_MOVED] = 1
             caused = False
             for o in range(16):
                 lo, hi = min(b, o), max(b, o)
-                if o != b and pair_t[lo, hi] >= trk_t[p] - prm[PR_CONTACT_GAP_US]:
+                if o != b and st.pair_t[lo, hi] >= st.trk_t[p] - st.prm[PR_CONTACT_GAP_US]:
                     caused = True
-            for q in range(fs[F_DPEND_N]):
-                if (dpend[q, 1] == b or dpend[q, 2] == b) and dpend[q, 0] >= trk_t[p] - prm[
-                    PR_CONTACT_GAP_US
-                ]:
+            for q in range(st.fs[F_DPEND_N]):
+                if (st.dpend[q, 1] == b or st.dpend[q, 2] == b) and st.dpend[q, 0] >= st.trk_t[
+                    p
+                ] - st.prm[PR_CONTACT_GAP_US]:
                     caused = True
             if not caused:
                 best, best_d = -1, D + NEIGHBOUR_MM
                 for o in range(16):
-                    if o == b or not trk_on[k, o] or not (trk_mv[k, o] or trk_mv[p, o]):
+                    if o == b or not st.trk_on[k, o] or not (st.trk_mv[k, o] or st.trk_mv[p, o]):
                         continue
                     d = np.hypot(
-                        trk_xy[p, b, 0] - trk_xy[p, o, 0], trk_xy[p, b, 1] - trk_xy[p, o, 1]
+                        st.trk_xy[p, b, 0] - st.trk_xy[p, o, 0],
+                        st.trk_xy[p, b, 1] - st.trk_xy[p, o, 1],
                     )
                     if d < best_d:
                         best, best_d = o, d
                 if best >= 0:
                     lo, hi = min(b, best), max(b, best)
                     # when the mover, on its course since the last frame, came one diameter from b
-                    s = _contact_time(trk_xy[p, best], trk_xy[p, b], vel[best], vel[b], D, dt)
-                    tau = trk_t[p] + np.int64(s if 0.0 < s < dt else dt / 2)
-                    nev = _derive(ev, nev, fs, prm, pair_t, dpend, tau, lo, hi)
+                    s = _contact_time(st.trk_xy[p, best], st.trk_xy[p, b], vel[best], vel[b], D, dt)
+                    tau = st.trk_t[p] + np.int64(s if 0.0 < s < dt else dt / 2)
+                    nev = _derive(st, ev, nev, tau, lo, hi)
                     caused = True
             if not caused:
                 # unexplained so far: a tip contact stamped up to CUE_GRACE_US later still claims it
-                moved[b, 0], moved[b, 1] = trk_t[p], t
-                if not fs[F_IN_SHOT]:
-                    fs[F_DIRTY] = 1
-    if fs[F_CUE_PENDING] and t > fs[F_CUE_T] + prm[PR_CUE_WAIT_US]:
-        nev, nsnap = _start_shot_event(
-            ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, True
-        )
+                st.moved[b, 0], st.moved[b, 1] = st.trk_t[p], t
+                if not st.fs[F_IN_SHOT]:
+                    st.fs[F_DIRTY] = 1
+    if st.fs[F_CUE_PENDING] and t > st.fs[F_CUE_T] + st.prm[PR_CUE_WAIT_US]:
+        nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, True)
     # rest averages: a still ball's position, averaged to beat the tracker's noise
     for b in range(16):
-        if trk_on[k, b] and not trk_mv[k, b]:
-            rest_n[b] = min(rest_n[b] + 1, 64)
-            rest_xy[b, 0] += (trk_xy[k, b, 0] - rest_xy[b, 0]) / rest_n[b]
-            rest_xy[b, 1] += (trk_xy[k, b, 1] - rest_xy[b, 1]) / rest_n[b]
+        if st.trk_on[k, b] and not st.trk_mv[k, b]:
+            st.rest_n[b] = min(st.rest_n[b] + 1, 64)
+            st.rest_xy[b, 0] += (st.trk_xy[k, b, 0] - st.rest_xy[b, 0]) / st.rest_n[b]
+            st.rest_xy[b, 1] += (st.trk_xy[k, b, 1] - st.rest_xy[b, 1]) / st.rest_n[b]
         else:
-            rest_n[b] = 0
-    if fs[F_IN_SHOT] and fs[F_SB_N] < SHOT_FRAMES:
-        i = fs[F_SB_N]
-        sb_t[i] = t
+            st.rest_n[b] = 0
+    if st.fs[F_IN_SHOT] and st.fs[F_SB_N] < SHOT_FRAMES:
+        i = st.fs[F_SB_N]
+        st.sb_t[i] = t
         for b in range(16):
-            sb_xy[i, b, 0] = trk_xy[k, b, 0]
-            sb_xy[i, b, 1] = trk_xy[k, b, 1]
-            sb_on[i, b] = trk_on[k, b]
-            sb_mv[i, b] = trk_mv[k, b]
-        fs[F_SB_N] = i + 1
+            st.sb_xy[i, b, 0] = st.trk_xy[k, b, 0]
+            st.sb_xy[i, b, 1] = st.trk_xy[k, b, 1]
+            st.sb_on[i, b] = st.trk_on[k, b]
+            st.sb_mv[i, b] = st.trk_mv[k, b]
+        st.fs[F_SB_N] = i + 1
     # every ball still: the shot ends (or the table is at rest again)
-    if any_moving or fs[F_STILL_RUN] < 0:
-        fs[F_STILL_RUN] = 0
+    if any_moving or st.fs[F_STILL_RUN] < 0:
+        st.fs[F_STILL_RUN] = 0
     else:
-        if fs[F_STILL_RUN] == 0:
-            fs[F_STILL_T] = t
-        fs[F_STILL_RUN] += 1
-        if fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_STILL_FRAMES]:
-            if not fs[F_CUE_PENDING] and fs[F_MOVED]:
+        if st.fs[F_STILL_RUN] == 0:
+            st.fs[F_STILL_T] = t
+        st.fs[F_STILL_RUN] += 1
+        if st.fs[F_IN_SHOT] and st.fs[F_STILL_RUN] >= st.prm[PR_STILL_FRAMES]:
+            if not st.fs[F_CUE_PENDING] and st.fs[F_MOVED]:
                 nev, nsnap, npath = _end_shot(
+                    st,
                     ev,
                     nev,
-                    fs,
-                    fs[F_STILL_T],
+                    st.fs[F_STILL_T],
                     FLAG_CERTAIN,
                     snaps,
                     frozen,
                     nsnap,
                     paths,
                     npath,
-                    rest_xy,
-                    rest_n,
-                    trk_t,
-                    trk_xy,
-                    trk_on,
-                    trk_mv,
-                    sb_t,
-                    sb_xy,
-                    sb_on,
-                    sb_mv,
-                    geo,
                     True,
                 )
-        elif not fs[F_IN_SHOT] and fs[F_STILL_RUN] >= prm[PR_REST_FRAMES] and fs[F_DIRTY]:
-            nev = _emit(ev, nev, fs, fs[F_STILL_T], EV_REST, -1, 0, 0, 0, 0, 0)
+        elif (
+            not st.fs[F_IN_SHOT] and st.fs[F_STILL_RUN] >= st.prm[PR_REST_FRAMES] and st.fs[F_DIRTY]
+        ):
+            nev = _emit(st, ev, nev, st.fs[F_STILL_T], EV_REST, -1, 0, 0, 0, 0, 0)
             ev[nev - 1, O_SNAP] = nsnap
-            nsnap = _snapshot(
-                snaps, frozen, nsnap, rest_xy, rest_n, trk_t, trk_xy, trk_on, trk_mv, fs, geo, t
-            )
-            fs[F_DIRTY] = 0
+            nsnap = _snapshot(st, snaps, frozen, nsnap, t)
+            st.fs[F_DIRTY] = 0
     return nev, nsnap, npath
 
 
 @njit(cache=True)
-def _quiet_end(
-    ev,
-    nev,
-    fs,
-    prm,
-    upto,
-    snaps,
-    frozen,
-    nsnap,
-    paths,
-    npath,
-    rest_xy,
-    rest_n,
-    trk_t,
-    trk_xy,
-    trk_on,
-    trk_mv,
-    sb_t,
-    sb_xy,
-    sb_on,
-    sb_mv,
-    geo,
-    pend_snap,
-    pend_frozen,
-):
+def _quiet_end(st, ev, nev, upto, snaps, frozen, nsnap, paths, npath):
     """No live tracker: a shot ends ``quiet_us`` after the last sensor activity (uncertain)."""
-    if fs[F_IN_SHOT] and not _tracker_alive(fs):
-        deadline = fs[F_LAST_ACT] + prm[PR_QUIET_US]
+    if st.fs[F_IN_SHOT] and not _tracker_alive(st):
+        deadline = st.fs[F_LAST_ACT] + st.prm[PR_QUIET_US]
         if deadline <= upto:
-            if fs[F_CUE_PENDING]:
-                nev, nsnap = _start_shot_event(
-                    ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, False
-                )
+            if st.fs[F_CUE_PENDING]:
+                nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, False)
             nev, nsnap, npath = _end_shot(
-                ev,
-                nev,
-                fs,
-                deadline,
-                0,
-                snaps,
-                frozen,
-                nsnap,
-                paths,
-                npath,
-                rest_xy,
-                rest_n,
-                trk_t,
-                trk_xy,
-                trk_on,
-                trk_mv,
-                sb_t,
-                sb_xy,
-                sb_on,
-                sb_mv,
-                geo,
-                False,
+                st, ev, nev, deadline, 0, snaps, frozen, nsnap, paths, npath, False
             )
     return nev, nsnap, npath
 
 
 @njit(cache=True)
-def fuse(
-    store,
-    synthetic,
-    index,
-    tracks,
-    upto,
-    fs,
-    prm,
-    geo,
-    trk_t,
-    trk_xy,
-    trk_on,
-    trk_mv,
-    rest_xy,
-    rest_n,
-    pair_t,
-    cushion_last,
-    pend_snap,
-    pend_frozen,
-    sb_t,
-    sb_xy,
-    sb_on,
-    sb_mv,
-    dpend,
-    moved,
-    ev,
-    snaps,
-    frozen,
-    paths,
-):
+def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
     """Rows in hub order -> event records; returns (events, snapshots, path points, safe time).
 
     The rows are ``store[index[i]]`` (``synthetic[index[i] - len(store)]``
@@ -786,129 +679,75 @@ def fuse(
     xy = np.empty((16, 2))
     on = np.zeros(16, np.bool_)
     pen = np.empty(16)
-    scratch_b = np.zeros(16, np.bool_)
-    scratch_v = np.zeros((16, 2))
     for i in range(len(index)):
         r = index[i]
         rw = store[r] if r < n_store else synthetic[r - n_store]
         t = rw[C_HUB]
         mtype = rw[C_TYPE]
-        nev, nsnap, npath = _quiet_end(
-            ev,
-            nev,
-            fs,
-            prm,
-            t,
-            snaps,
-            frozen,
-            nsnap,
-            paths,
-            npath,
-            rest_xy,
-            rest_n,
-            trk_t,
-            trk_xy,
-            trk_on,
-            trk_mv,
-            sb_t,
-            sb_xy,
-            sb_on,
-            sb_mv,
-            geo,
-            pend_snap,
-            pend_frozen,
-        )
-        nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, t)
-        nev = _release_moved(ev, nev, fs, moved, t)
-        fs[F_NOW] = max(fs[F_NOW], t)
-        tracked = _tracker_alive(fs)
+        nev, nsnap, npath = _quiet_end(st, ev, nev, t, snaps, frozen, nsnap, paths, npath)
+        nev = _release_derived(st, ev, nev, t)
+        nev = _release_moved(st, ev, nev, t)
+        st.fs[F_NOW] = max(st.fs[F_NOW], t)
+        tracked = _tracker_alive(st)
         if mtype == T_TRACK:
-            if _tracker_up(fs):
+            if _tracker_up(st):
                 nev, nsnap, npath = _track_frame(
-                    rw,
-                    tracks,
-                    fs,
-                    prm,
-                    geo,
-                    trk_t,
-                    trk_xy,
-                    trk_on,
-                    trk_mv,
-                    rest_xy,
-                    rest_n,
-                    pair_t,
-                    ev,
-                    nev,
-                    snaps,
-                    frozen,
-                    nsnap,
-                    paths,
-                    npath,
-                    pend_snap,
-                    pend_frozen,
-                    sb_t,
-                    sb_xy,
-                    sb_on,
-                    sb_mv,
-                    scratch_b,
-                    scratch_v,
-                    dpend,
-                    moved,
+                    st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath
                 )
         elif mtype == T_CUSHION:
             c = rw[CH_CUSHION]
             amp = rw[CH_AMP]
             if 0 <= c < 6:
                 ring = (
-                    t - cushion_last[c, 0] <= prm[PR_DEBOUNCE_US]
-                    and amp * 100 < cushion_last[c, 1] * prm[PR_DEBOUNCE_RATIO_PCT]
+                    t - st.cushion_last[c, 0] <= st.prm[PR_DEBOUNCE_US]
+                    and amp * 100 < st.cushion_last[c, 1] * st.prm[PR_DEBOUNCE_RATIO_PCT]
                 )
                 if not ring:
-                    cushion_last[c, 0] = t
-                    cushion_last[c, 1] = amp
+                    st.cushion_last[c, 0] = t
+                    st.cushion_last[c, 1] = amp
                     ball = -1
                     if tracked:
-                        _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
-                        cx, cy = cushion_contact(geo, c, float(rw[CH_POS]))
+                        _carried(st, t, xy, on, pen)
+                        cx, cy = cushion_contact(st.geo, c, float(rw[CH_POS]))
                         ball = nearest_ball(xy, on, pen, cx, cy, ATTRIBUTION_LIMIT_MM)
-                    nev = _emit(ev, nev, fs, t, EV_CUSHION, ball, c, 0, 0, 0, 0)
-                    fs[F_LAST_ACT] = t
+                    nev = _emit(st, ev, nev, t, EV_CUSHION, ball, c, 0, 0, 0, 0)
+                    st.fs[F_LAST_ACT] = t
         elif mtype == T_POCKET:
             pk = rw[PD_POCKET]
             if 0 <= pk < 6:
                 ball = -1
                 if tracked:
-                    _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
-                    px, py = pocket_xy(geo, pk)
+                    _carried(st, t, xy, on, pen)
+                    px, py = pocket_xy(st.geo, pk)
                     ball = nearest_ball(xy, on, pen, px, py, ATTRIBUTION_LIMIT_MM)
                 colour = rw[PD_COLOUR]
                 nev = _emit(
-                    ev, nev, fs, t, EV_POCKET, ball, pk, colour if colour <= 1 else -1, 0, 0, 0
+                    st, ev, nev, t, EV_POCKET, ball, pk, colour if colour <= 1 else -1, 0, 0, 0
                 )
-                fs[F_LAST_ACT] = t
+                st.fs[F_LAST_ACT] = t
         elif mtype == T_LINE:
-            fs[F_LAST_ACT] = t
+            st.fs[F_LAST_ACT] = t
             line, direction = rw[LC_LINE], rw[LC_DIR]
             if direction <= 1 and 0 <= line <= 1:
                 ball = -1
                 if tracked:
-                    _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
+                    _carried(st, t, xy, on, pen)
                     ball = nearest_ball(
-                        xy, on, pen, line_x(geo, line), float(rw[LC_POS]), ATTRIBUTION_LIMIT_MM
+                        xy, on, pen, line_x(st.geo, line), float(rw[LC_POS]), ATTRIBUTION_LIMIT_MM
                     )
-                nev = _emit(ev, nev, fs, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
+                nev = _emit(st, ev, nev, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
         elif mtype == T_CLICK:
             if tracked:
-                _carried(trk_t, trk_xy, trk_on, trk_mv, fs, t, xy, on, pen)
+                _carried(st, t, xy, on, pen)
                 cx, cy = float(rw[BC_X]), float(rw[BC_Y])
                 best_i, best_j, best_s = -1, -1, np.inf
                 for i in range(16):
                     if not on[i]:
                         continue
                     for j in range(i + 1, 16):
-                        if not on[j] or t - pair_t[i, j] <= prm[PR_CONTACT_GAP_US]:
+                        if not on[j] or t - st.pair_t[i, j] <= st.prm[PR_CONTACT_GAP_US]:
                             continue
-                        gap = abs(np.hypot(xy[i, 0] - xy[j, 0], xy[i, 1] - xy[j, 1]) - geo[G_D])
+                        gap = abs(np.hypot(xy[i, 0] - xy[j, 0], xy[i, 1] - xy[j, 1]) - st.geo[G_D])
                         if pen[i] > 0 and pen[j] > 0:
                             if gap > TOUCHING_MM:
                                 continue  # two balls at rest click only if touching (a cluster)
@@ -916,7 +755,7 @@ def fuse(
                         far = np.hypot(
                             (xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy
                         )
-                        held = _held(fs, dpend, i, j, t) >= 0
+                        held = _held(st, i, j, t) >= 0
                         if (gap < CLICK_PAIR_GAP_MM or held) and far < CLICK_RADIUS_MM:
                             cost = (
                                 min(gap, CLICK_PAIR_GAP_MM)
@@ -926,104 +765,69 @@ def fuse(
                             if cost < best_s:
                                 best_i, best_j, best_s = i, j, cost
                 if best_i >= 0:
-                    q = _held(fs, dpend, best_i, best_j, t)
+                    q = _held(st, best_i, best_j, t)
                     if q >= 0:  # the trajectories saw it too: the click gives the time
-                        fs[F_DPEND_N] -= 1
-                        dpend[q] = dpend[fs[F_DPEND_N]]
-                    nev = _emit(ev, nev, fs, t, EV_BALL_CONTACT, best_i, best_j, 0, 0, 0, 0)
-                    pair_t[best_i, best_j] = t
-                    fs[F_LAST_ACT] = t
-            elif fs[F_IN_SHOT]:
-                nev = _emit(ev, nev, fs, t, EV_BALL_CONTACT, -1, -1, 0, 0, 0, 0)
-                fs[F_LAST_ACT] = t
+                        st.fs[F_DPEND_N] -= 1
+                        st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
+                    nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, best_i, best_j, 0, 0, 0, 0)
+                    st.pair_t[best_i, best_j] = t
+                    st.fs[F_LAST_ACT] = t
+            elif st.fs[F_IN_SHOT]:
+                nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, -1, -1, 0, 0, 0, 0)
+                st.fs[F_LAST_ACT] = t
         elif mtype == T_CUE:
-            same_stroke = fs[F_IN_SHOT] and t - fs[F_FIRST_CUE_T] <= prm[PR_DOUBLE_HIT_US]
+            same_stroke = st.fs[F_IN_SHOT] and t - st.fs[F_FIRST_CUE_T] <= st.prm[PR_DOUBLE_HIT_US]
             if not same_stroke:
-                if fs[F_IN_SHOT]:
-                    if fs[F_CUE_PENDING]:
+                if st.fs[F_IN_SHOT]:
+                    if st.fs[F_CUE_PENDING]:
                         nev, nsnap = _start_shot_event(
-                            ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, tracked
+                            st, ev, nev, -1, snaps, frozen, nsnap, tracked
                         )
                     flags = FLAG_CERTAIN | FLAG_INTERRUPTED if tracked else 0
                     nev, nsnap, npath = _end_shot(
-                        ev,
-                        nev,
-                        fs,
-                        t,
-                        flags,
-                        snaps,
-                        frozen,
-                        nsnap,
-                        paths,
-                        npath,
-                        rest_xy,
-                        rest_n,
-                        trk_t,
-                        trk_xy,
-                        trk_on,
-                        trk_mv,
-                        sb_t,
-                        sb_xy,
-                        sb_on,
-                        sb_mv,
-                        geo,
-                        tracked,
+                        st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, tracked
                     )
-                fs[F_SHOT] += 1
-                fs[F_IN_SHOT] = 1
-                fs[F_FIRST_CUE_T] = t
-                fs[F_CUE_T] = t
-                fs[F_MOVED] = 0
-                fs[F_STILL_RUN] = 0
-                fs[F_SB_N] = 0
+                st.fs[F_SHOT] += 1
+                st.fs[F_IN_SHOT] = 1
+                st.fs[F_FIRST_CUE_T] = t
+                st.fs[F_CUE_T] = t
+                st.fs[F_MOVED] = 0
+                st.fs[F_STILL_RUN] = 0
+                st.fs[F_SB_N] = 0
                 if tracked:
                     # the layout before the shot, kept until the struck ball is known
-                    _snapshot(
-                        pend_snap,
-                        pend_frozen,
-                        0,
-                        rest_xy,
-                        rest_n,
-                        trk_t,
-                        trk_xy,
-                        trk_on,
-                        trk_mv,
-                        fs,
-                        geo,
-                        t,
-                    )
-                    fs[F_CUE_PENDING] = 1
+                    _snapshot(st, st.pend_snap, st.pend_frozen, 0, t)
+                    st.fs[F_CUE_PENDING] = 1
                     # the tracker may have seen the struck ball move a frame before this stamp
                     early, early_d = -1, -1.0
-                    k = (fs[F_TRK_N] - 1) % HISTORY
+                    k = (st.fs[F_TRK_N] - 1) % HISTORY
                     for b in range(16):
-                        if moved[b, 2] >= t - CUE_GRACE_US:
+                        if st.moved[b, 2] >= t - CUE_GRACE_US:
                             d = np.hypot(
-                                trk_xy[k, b, 0] - rest_xy[b, 0], trk_xy[k, b, 1] - rest_xy[b, 1]
+                                st.trk_xy[k, b, 0] - st.rest_xy[b, 0],
+                                st.trk_xy[k, b, 1] - st.rest_xy[b, 1],
                             )
                             if d > early_d:
                                 early, early_d = b, d
                     if early >= 0:
-                        moved[early, 1] = -1
+                        st.moved[early, 1] = -1
                         nev, nsnap = _start_shot_event(
-                            ev, nev, fs, early, snaps, frozen, nsnap, pend_snap, pend_frozen, True
+                            st, ev, nev, early, snaps, frozen, nsnap, True
                         )
-                    k = (fs[F_TRK_N] - 1) % HISTORY
-                    sb_t[0] = trk_t[k]
+                    k = (st.fs[F_TRK_N] - 1) % HISTORY
+                    st.sb_t[0] = st.trk_t[k]
                     for b in range(16):
-                        sb_xy[0, b, 0] = trk_xy[k, b, 0]
-                        sb_xy[0, b, 1] = trk_xy[k, b, 1]
-                        sb_on[0, b] = trk_on[k, b]
-                        sb_mv[0, b] = 0
-                    fs[F_SB_N] = 1
+                        st.sb_xy[0, b, 0] = st.trk_xy[k, b, 0]
+                        st.sb_xy[0, b, 1] = st.trk_xy[k, b, 1]
+                        st.sb_on[0, b] = st.trk_on[k, b]
+                        st.sb_mv[0, b] = 0
+                    st.fs[F_SB_N] = 1
                 else:
-                    nev, nsnap = _start_shot_event(
-                        ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, False
-                    )
-            nev = _emit(ev, nev, fs, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
-            fs[F_LAST_ACT] = t
+                    nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, False)
+            nev = _emit(st, ev, nev, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
+            st.fs[F_LAST_ACT] = t
         elif mtype == T_KEYPAD:
-            nev = _emit(ev, nev, fs, t, EV_KEYPAD, -1, rw[KP_KEY], rw[KP_ARG], 0, 0, 0)
+            nev = _emit(st, ev, nev, t, EV_KEYPAD, -1, rw[KP_KEY], rw[KP_ARG], 0, 0, 0)
         elif mtype == T_NODE_STATUS or mtype == NODE_SILENT or mtype == NODE_BACK:
             if mtype == T_NODE_STATUS:
                 node, code, who = rw[S_PEER], rw[S_CODE], STATUS_FROM_HUB
@@ -1031,54 +835,31 @@ def fuse(
                 node, code, who = rw[P0], 1 if mtype == NODE_SILENT else 0, STATUS_SILENT
             if 0 <= node < 16:
                 if code == 1:
-                    fs[F_DOWN] |= np.int64(1) << node
+                    st.fs[F_DOWN] |= np.int64(1) << node
                 elif code == 0:
-                    fs[F_DOWN] &= ~(np.int64(1) << node)
+                    st.fs[F_DOWN] &= ~(np.int64(1) << node)
                 if node == TRACKER and code == 1:
-                    fs[F_TRK_N] = 0  # its history is stale when it comes back
-            nev = _emit(ev, nev, fs, t, EV_NODE_STATUS, -1, node, code, who, 0, 0)
+                    st.fs[F_TRK_N] = 0  # its history is stale when it comes back
+            nev = _emit(st, ev, nev, t, EV_NODE_STATUS, -1, node, code, who, 0, 0)
         elif mtype == T_HELLO:
-            if fs[F_IN_SHOT]:
-                if fs[F_CUE_PENDING]:
-                    nev, nsnap = _start_shot_event(
-                        ev, nev, fs, -1, snaps, frozen, nsnap, pend_snap, pend_frozen, tracked
-                    )
+            if st.fs[F_IN_SHOT]:
+                if st.fs[F_CUE_PENDING]:
+                    nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, tracked)
                 nev, nsnap, npath = _end_shot(
-                    ev,
-                    nev,
-                    fs,
-                    t,
-                    0,
-                    snaps,
-                    frozen,
-                    nsnap,
-                    paths,
-                    npath,
-                    rest_xy,
-                    rest_n,
-                    trk_t,
-                    trk_xy,
-                    trk_on,
-                    trk_mv,
-                    sb_t,
-                    sb_xy,
-                    sb_on,
-                    sb_mv,
-                    geo,
-                    False,
+                    st, ev, nev, t, 0, snaps, frozen, nsnap, paths, npath, False
                 )
-            fs[F_PRESENT] = rw[H_PRESENT] | 1
-            fs[F_DOWN] = 0
-            fs[F_TRK_N] = 0
-            rest_n[:] = 0
+            st.fs[F_PRESENT] = rw[H_PRESENT] | 1
+            st.fs[F_DOWN] = 0
+            st.fs[F_TRK_N] = 0
+            st.rest_n[:] = 0
             if rw[H_LEN] > 0 and rw[H_WID] > 0 and rw[H_BALL] > 0:
-                geo[0] = rw[H_LEN]
-                geo[1] = rw[H_WID]
-                geo[2] = rw[H_BALL] / 1000.0
+                st.geo[0] = rw[H_LEN]
+                st.geo[1] = rw[H_WID]
+                st.geo[2] = rw[H_BALL] / 1000.0
             nev = _emit(
+                st,
                 ev,
                 nev,
-                fs,
                 t,
                 EV_BOOT,
                 -1,
@@ -1088,45 +869,21 @@ def fuse(
                 rw[H_WID],
                 rw[H_BALL],
             )
-    nev, nsnap, npath = _quiet_end(
-        ev,
-        nev,
-        fs,
-        prm,
-        upto,
-        snaps,
-        frozen,
-        nsnap,
-        paths,
-        npath,
-        rest_xy,
-        rest_n,
-        trk_t,
-        trk_xy,
-        trk_on,
-        trk_mv,
-        sb_t,
-        sb_xy,
-        sb_on,
-        sb_mv,
-        geo,
-        pend_snap,
-        pend_frozen,
-    )
-    nev = _release_derived(ev, nev, fs, prm, pair_t, dpend, upto)
-    nev = _release_moved(ev, nev, fs, moved, upto)
-    fs[F_NOW] = max(fs[F_NOW], upto)
+    nev, nsnap, npath = _quiet_end(st, ev, nev, upto, snaps, frozen, nsnap, paths, npath)
+    nev = _release_derived(st, ev, nev, upto)
+    nev = _release_moved(st, ev, nev, upto)
+    st.fs[F_NOW] = max(st.fs[F_NOW], upto)
     # the earliest hub time a later emission may still carry
-    safe = fs[F_NOW]
-    for q in range(fs[F_DPEND_N]):
-        safe = min(safe, dpend[q, 0])
+    safe = st.fs[F_NOW]
+    for q in range(st.fs[F_DPEND_N]):
+        safe = min(safe, st.dpend[q, 0])
     for b in range(16):
-        if moved[b, 1] >= 0:
-            safe = min(safe, moved[b, 0])
-    if _tracker_alive(fs):
-        safe = min(safe, trk_t[(fs[F_TRK_N] - 1) % HISTORY])
-        if fs[F_STILL_RUN] > 0 and (fs[F_IN_SHOT] or fs[F_DIRTY]):
-            safe = min(safe, fs[F_STILL_T])
-    if fs[F_CUE_PENDING]:
-        safe = min(safe, fs[F_CUE_T])
+        if st.moved[b, 1] >= 0:
+            safe = min(safe, st.moved[b, 0])
+    if _tracker_alive(st):
+        safe = min(safe, st.trk_t[(st.fs[F_TRK_N] - 1) % HISTORY])
+        if st.fs[F_STILL_RUN] > 0 and (st.fs[F_IN_SHOT] or st.fs[F_DIRTY]):
+            safe = min(safe, st.fs[F_STILL_T])
+    if st.fs[F_CUE_PENDING]:
+        safe = min(safe, st.fs[F_CUE_T])
     return nev, nsnap, npath, safe

@@ -207,6 +207,17 @@ def _seen(rows, st, ns, syn, nsyn, ht, hi, nh, k, hub):
 
 
 @njit(cache=True)
+def _unwrap(ns, node, value, has, raw, bits):
+    """One more reading of a node's wrapping counter, unwrapped onto its running value."""
+    if ns[node, has] == 0:
+        ns[node, value] = raw
+        ns[node, has] = 1
+    else:
+        ns[node, value] = unwrap_step(ns[node, value], raw, bits)
+    return ns[node, value]
+
+
+@njit(cache=True)
 def advance(
     rows: np.ndarray,
     n_carried: int,
@@ -273,19 +284,8 @@ def advance(
                 ns[k, NS_PRESENT] = (present >> k) & 1
             raw = rows[i, C_TRAW]
             st[S_BASE] = max(0, st[S_GLOBAL] + 1 - raw) if st[S_EPOCH] > 0 else 0
-        # unwrap the node clock and seq
-        if ns[node, NS_HAS_T] == 0:
-            ns[node, NS_T] = rows[i, C_TRAW]
-            ns[node, NS_HAS_T] = 1
-        else:
-            ns[node, NS_T] = unwrap_step(ns[node, NS_T], rows[i, C_TRAW], 32)
-        rows[i, C_NODE_T] = ns[node, NS_T]
-        if ns[node, NS_HAS_SEQ] == 0:
-            ns[node, NS_SEQ] = rows[i, C_SEQ]
-            ns[node, NS_HAS_SEQ] = 1
-        else:
-            ns[node, NS_SEQ] = unwrap_step(ns[node, NS_SEQ], rows[i, C_SEQ], 16)
-        rows[i, C_SEQ_U] = ns[node, NS_SEQ]
+        rows[i, C_NODE_T] = _unwrap(ns, node, NS_T, NS_HAS_T, rows[i, C_TRAW], 32)
+        rows[i, C_SEQ_U] = _unwrap(ns, node, NS_SEQ, NS_HAS_SEQ, rows[i, C_SEQ], 16)
         rows[i, C_EPOCH] = st[S_EPOCH]
         rows[i, C_ARRIVE] = st[S_GLOBAL]
         if st[S_HELLO] == 0:
@@ -299,11 +299,7 @@ def advance(
             if mtype == CLOCK_SYNC:
                 peer = rows[i, _PEER]
                 if 0 < peer < ns.shape[0]:
-                    if ns[peer, NS_HAS_T] == 0:
-                        ns[peer, NS_T] = rows[i, _PEER_T]
-                        ns[peer, NS_HAS_T] = 1
-                    else:
-                        ns[peer, NS_T] = unwrap_step(ns[peer, NS_T], rows[i, _PEER_T], 32)
+                    _unwrap(ns, peer, NS_T, NS_HAS_T, rows[i, _PEER_T], 32)
                     if st[S_HELLO] == 0:
                         ns[peer, NS_PRESENT] = 1
                     first = fit_i[peer, cm.FI_N] == 0
