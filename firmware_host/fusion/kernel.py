@@ -53,6 +53,7 @@ from firmware_host.timing.rows import (
     NODE_SILENT,
     P0,
     col,
+    cols,
     type_of,
 )
 from firmware_host.timing.timeline import RELEASED_TYPES
@@ -150,27 +151,16 @@ SHOT_FRAMES = 16384  # tracker frames kept per shot for its paths (136 s at 120 
 T_HELLO, T_NODE_STATUS, T_CUE, T_CUSHION, T_POCKET, T_TRACK, T_LINE, T_CLICK, T_KEYPAD = (
     type_of(n) for n in RELEASED_TYPES
 )
-H_BOOT, H_PRESENT = col("HELLO", "boot_id"), col("HELLO", "nodes_present")
-H_LEN, H_WID, H_BALL = (
-    col("HELLO", "table_length_mm"),
-    col("HELLO", "table_width_mm"),
-    col("HELLO", "ball_diameter_um"),
+H_BOOT, H_PRESENT, H_LEN, H_WID, H_BALL = cols(
+    "HELLO", "boot_id", "nodes_present", "table_length_mm", "table_width_mm", "ball_diameter_um"
 )
-S_PEER, S_CODE = col("NODE_STATUS", "peer"), col("NODE_STATUS", "code")
-CUE_DUR, CUE_FORCE = col("CUE_CONTACT", "duration_us"), col("CUE_CONTACT", "peak_force_dn")
-CH_CUSHION, CH_POS, CH_AMP = (
-    col("CUSHION_HIT", "cushion"),
-    col("CUSHION_HIT", "pos_mm"),
-    col("CUSHION_HIT", "amplitude"),
-)
-PD_POCKET, PD_COLOUR = col("POCKET_DROP", "pocket"), col("POCKET_DROP", "colour")
-LC_LINE, LC_POS, LC_DIR = (
-    col("LINE_CROSS", "line"),
-    col("LINE_CROSS", "pos_mm"),
-    col("LINE_CROSS", "direction"),
-)
-BC_X, BC_Y = col("BALL_CLICK", "x_mm"), col("BALL_CLICK", "y_mm")
-KP_KEY, KP_ARG = col("KEYPAD", "key"), col("KEYPAD", "arg")
+S_PEER, S_CODE = cols("NODE_STATUS", "peer", "code")
+CUE_DUR, CUE_FORCE = cols("CUE_CONTACT", "duration_us", "peak_force_dn")
+CH_CUSHION, CH_POS, CH_AMP = cols("CUSHION_HIT", "cushion", "pos_mm", "amplitude")
+PD_POCKET, PD_COLOUR = cols("POCKET_DROP", "pocket", "colour")
+LC_LINE, LC_POS, LC_DIR = cols("LINE_CROSS", "line", "pos_mm", "direction")
+BC_X, BC_Y = cols("BALL_CLICK", "x_mm", "y_mm")
+KP_KEY, KP_ARG = cols("KEYPAD", "key", "arg")
 BT_COUNT = col("BALL_TRACK", "count")
 
 # A ball at rest hits a cushion or drops only when driven (a frozen ball pushed into

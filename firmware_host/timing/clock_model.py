@@ -32,6 +32,8 @@ frequency change of 1 ppm/min costs < 2 µs at the window's newest end.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -50,6 +52,17 @@ REL_PPM = MAX_PPM + MAX_PPM[0]
 FI_NREF, FI_OREF, FI_N = 0, 1, 2
 # fit_f columns: envelope value at the reference, slope, mean x, samples, span
 FF_A, FF_B, FF_XBAR, FF_M, FF_SPAN = 0, 1, 2, 3, 4
+
+
+class ClockArrays(NamedTuple):
+    """The clock models of every node for one epoch, as arrays the kernels update."""
+
+    ring_n: np.ndarray  # (node, capacity) sync samples: node time,
+    ring_h: np.ndarray  # hub time the beacon left
+    ring_start: np.ndarray  # ring buffer start per node
+    ring_len: np.ndarray  # and length
+    fit_i: np.ndarray  # FI_* per node
+    fit_f: np.ndarray  # FF_* per node
 
 
 @njit(cache=True)
@@ -88,47 +101,36 @@ def envelope_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 @njit(cache=True)
-def add_sync(
-    ring_n: np.ndarray,
-    ring_h: np.ndarray,
-    ring_start: np.ndarray,
-    ring_len: np.ndarray,
-    fit_i: np.ndarray,
-    fit_f: np.ndarray,
-    node: int,
-    n: np.int64,
-    h: np.int64,
-    window_us: np.int64,
-) -> bool:
+def add_sync(clk: ClockArrays, node: int, n: np.int64, h: np.int64, window_us: np.int64) -> bool:
     """Take one CLOCK_SYNC sample (unwrapped node and hub time) and refit.
 
     A sample whose node time does not advance is refused (returns False):
     the envelope needs ascending node times.
     """
-    cap = ring_n.shape[1]
-    length = ring_len[node]
-    start = ring_start[node]
-    if length > 0 and n <= ring_n[node, (start + length - 1) % cap]:
+    cap = clk.ring_n.shape[1]
+    length = clk.ring_len[node]
+    start = clk.ring_start[node]
+    if length > 0 and n <= clk.ring_n[node, (start + length - 1) % cap]:
         return False
     if length == cap:
         start = (start + 1) % cap
         length -= 1
-    ring_n[node, (start + length) % cap] = n
-    ring_h[node, (start + length) % cap] = h
+    clk.ring_n[node, (start + length) % cap] = n
+    clk.ring_h[node, (start + length) % cap] = h
     length += 1
-    while length > 1 and ring_h[node, start] < h - window_us:
+    while length > 1 and clk.ring_h[node, start] < h - window_us:
         start = (start + 1) % cap
         length -= 1
-    ring_start[node] = start
-    ring_len[node] = length
+    clk.ring_start[node] = start
+    clk.ring_len[node] = length
 
     x = np.empty(length)
     y = np.empty(length)
     offset_ref = h - n
     for j in range(length):
         s = (start + j) % cap
-        x[j] = float(ring_n[node, s] - n)
-        y[j] = float((ring_h[node, s] - ring_n[node, s]) - offset_ref)
+        x[j] = float(clk.ring_n[node, s] - n)
+        y[j] = float((clk.ring_h[node, s] - clk.ring_n[node, s]) - offset_ref)
     a, b = envelope_line(x, y)
     # The datasheet bounds the frequency error: a steeper edge is beacon
     # noise over a short span (start-up), so take the best line at the bound.
@@ -136,51 +138,48 @@ def add_sync(
     if b > bound or b < -bound:
         b = bound if b > 0 else -bound
         a = (y - b * x).max()
-    fit_i[node, FI_NREF] = n
-    fit_i[node, FI_OREF] = offset_ref
-    fit_i[node, FI_N] += 1
-    fit_f[node, FF_A] = a
-    fit_f[node, FF_B] = b
-    fit_f[node, FF_XBAR] = x.mean()
-    fit_f[node, FF_M] = length
-    fit_f[node, FF_SPAN] = -x[0]
+    clk.fit_i[node, FI_NREF] = n
+    clk.fit_i[node, FI_OREF] = offset_ref
+    clk.fit_i[node, FI_N] += 1
+    clk.fit_f[node, FF_A] = a
+    clk.fit_f[node, FF_B] = b
+    clk.fit_f[node, FF_XBAR] = x.mean()
+    clk.fit_f[node, FF_M] = length
+    clk.fit_f[node, FF_SPAN] = -x[0]
     return True
 
 
 @njit(cache=True)
-def to_hub(fit_i: np.ndarray, fit_f: np.ndarray, node: int, n: np.int64) -> tuple[np.int64, float]:
+def to_hub(clk: ClockArrays, node: int, n: np.int64) -> tuple[np.int64, float]:
     """Hub time (µs, unwrapped within the epoch) of node time ``n``, and its uncertainty.
 
-    Call only once the node has a fit (``fit_i[node, FI_N] > 0``).
+    Call only once the node has a fit (``clk.fit_i[node, FI_N] > 0``).
     """
-    x = float(n - fit_i[node, FI_NREF])
-    offset = fit_f[node, FF_A] + fit_f[node, FF_B] * x + MIN_DELAY_US[node]
-    hub = n + fit_i[node, FI_OREF] + np.int64(np.round(offset))
-    m = fit_f[node, FF_M]
+    x = float(n - clk.fit_i[node, FI_NREF])
+    offset = clk.fit_f[node, FF_A] + clk.fit_f[node, FF_B] * x + MIN_DELAY_US[node]
+    hub = n + clk.fit_i[node, FI_OREF] + np.int64(np.round(offset))
+    m = clk.fit_f[node, FF_M]
     spread = MAX_DELAY_US[node] - MIN_DELAY_US[node]
     unc = 1.0 + spread / (m + 1.0)
-    span = fit_f[node, FF_SPAN]
+    span = clk.fit_f[node, FF_SPAN]
     if m < 2 or span <= 0.0:
         unc += REL_PPM[node] * 1e-6 * abs(x)
     else:
         # slope error ~ the envelope's excess over the span, times the lever arm
-        unc += 2.0 * spread / (m + 1.0) * abs(x - fit_f[node, FF_XBAR]) / span
+        unc += 2.0 * spread / (m + 1.0) * abs(x - clk.fit_f[node, FF_XBAR]) / span
     return hub, unc
 
 
-class ClockState:
-    """The clock models of every node for one epoch, as arrays the kernels update."""
-
-    def __init__(self, capacity: int = CAPACITY) -> None:
-        self.ring_n = np.zeros((N_NODES, capacity), np.int64)
-        self.ring_h = np.zeros((N_NODES, capacity), np.int64)
-        self.ring_start = np.zeros(N_NODES, np.int64)
-        self.ring_len = np.zeros(N_NODES, np.int64)
-        self.fit_i = np.zeros((N_NODES, 3), np.int64)
-        self.fit_f = np.zeros((N_NODES, 5), np.float64)
-
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        return (self.ring_n, self.ring_h, self.ring_start, self.ring_len, self.fit_i, self.fit_f)
+def clock_arrays(capacity: int = CAPACITY) -> ClockArrays:
+    """Empty clock models of every node (a new epoch)."""
+    return ClockArrays(
+        ring_n=np.zeros((N_NODES, capacity), np.int64),
+        ring_h=np.zeros((N_NODES, capacity), np.int64),
+        ring_start=np.zeros(N_NODES, np.int64),
+        ring_len=np.zeros(N_NODES, np.int64),
+        fit_i=np.zeros((N_NODES, 3), np.int64),
+        fit_f=np.zeros((N_NODES, 5), np.float64),
+    )
 
 
 @njit(cache=True)
@@ -201,24 +200,21 @@ def map_samples(
     must be sorted by ``query_after``.  Returns hub times and uncertainties
     (-1 where the node had no sample yet).
     """
-    ring_n = np.zeros((N_NODES, capacity), np.int64)
-    ring_h = np.zeros((N_NODES, capacity), np.int64)
-    ring_start = np.zeros(N_NODES, np.int64)
-    ring_len = np.zeros(N_NODES, np.int64)
-    fit_i = np.zeros((N_NODES, 3), np.int64)
-    fit_f = np.zeros((N_NODES, 5), np.float64)
+    clk = ClockArrays(
+        np.zeros((N_NODES, capacity), np.int64),
+        np.zeros((N_NODES, capacity), np.int64),
+        np.zeros(N_NODES, np.int64),
+        np.zeros(N_NODES, np.int64),
+        np.zeros((N_NODES, 3), np.int64),
+        np.zeros((N_NODES, 5), np.float64),
+    )
     hub = np.empty(len(query_n), np.int64)
     unc = np.empty(len(query_n), np.float64)
     s = 0
     for q in range(len(query_n)):
         while s < query_after[q]:
             add_sync(
-                ring_n,
-                ring_h,
-                ring_start,
-                ring_len,
-                fit_i,
-                fit_f,
+                clk,
                 sync_node[s],
                 sync_n[s],
                 sync_h[s],
@@ -226,9 +222,9 @@ def map_samples(
             )
             s += 1
         node = query_node[q]
-        if fit_i[node, FI_N] == 0:
+        if clk.fit_i[node, FI_N] == 0:
             hub[q] = -1
             unc[q] = -1.0
         else:
-            hub[q], unc[q] = to_hub(fit_i, fit_f, node, query_n[q])
+            hub[q], unc[q] = to_hub(clk, node, query_n[q])
     return hub, unc

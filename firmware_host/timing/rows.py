@@ -61,6 +61,11 @@ def col(name: str, field: str) -> int:
     return P0 + scalar_fields(name).index(field)
 
 
+def cols(name: str, *fields: str) -> tuple[int, ...]:
+    """Row columns of several payload fields of one message."""
+    return tuple(col(name, field) for field in fields)
+
+
 def type_of(name: str) -> int:
     return BY_NAME[name].msg_type
 

@@ -224,12 +224,7 @@ def advance(
     keep: np.ndarray,
     st: np.ndarray,
     ns: np.ndarray,
-    ring_n: np.ndarray,
-    ring_h: np.ndarray,
-    ring_start: np.ndarray,
-    ring_len: np.ndarray,
-    fit_i: np.ndarray,
-    fit_f: np.ndarray,
+    clk: cm.ClockArrays,
     params: np.ndarray,
     syn: np.ndarray,
     n_syn_carried: int,
@@ -276,9 +271,9 @@ def advance(
             st[S_HELLO] = 1
             st[S_BOOT] = rows[i, _BOOT_ID]
             ns[:, :] = 0
-            ring_len[:] = 0
-            ring_start[:] = 0
-            fit_i[:, :] = 0
+            clk.ring_len[:] = 0
+            clk.ring_start[:] = 0
+            clk.fit_i[:, :] = 0
             present = rows[i, _NODES_PRESENT] | 1
             for k in range(ns.shape[0]):
                 ns[k, NS_PRESENT] = (present >> k) & 1
@@ -302,14 +297,9 @@ def advance(
                     _unwrap(ns, peer, NS_T, NS_HAS_T, rows[i, _PEER_T], 32)
                     if st[S_HELLO] == 0:
                         ns[peer, NS_PRESENT] = 1
-                    first = fit_i[peer, cm.FI_N] == 0
+                    first = clk.fit_i[peer, cm.FI_N] == 0
                     if not cm.add_sync(
-                        ring_n,
-                        ring_h,
-                        ring_start,
-                        ring_len,
-                        fit_i,
-                        fit_f,
+                        clk,
                         peer,
                         ns[peer, NS_T],
                         ns[0, NS_T],
@@ -323,7 +313,7 @@ def advance(
                         for w in range(nw):
                             r = waiting[w]
                             if rows[r, C_NODE] == peer:
-                                h, u = cm.to_hub(fit_i, fit_f, peer, rows[r, C_NODE_T])
+                                h, u = cm.to_hub(clk, peer, rows[r, C_NODE_T])
                                 rows[r, C_HUB] = h + st[S_BASE]
                                 rows[r, C_UNC] = np.int64(np.ceil(u))
                                 rows[r, C_STATE] = MAPPED
@@ -338,8 +328,8 @@ def advance(
                     ns[peer, NS_OFFLINE] = 1 if rows[i, _STATUS_CODE] == OFFLINE_CODE else 0
                     if ns[peer, NS_OFFLINE] == 0:
                         ns[peer, NS_SEEN] = max(ns[peer, NS_SEEN], hub)
-        elif fit_i[node, cm.FI_N] > 0:
-            h, u = cm.to_hub(fit_i, fit_f, node, ns[node, NS_T])
+        elif clk.fit_i[node, cm.FI_N] > 0:
+            h, u = cm.to_hub(clk, node, ns[node, NS_T])
             rows[i, C_HUB] = h + st[S_BASE]
             rows[i, C_UNC] = np.int64(np.ceil(u))
             rows[i, C_STATE] = MAPPED
@@ -510,7 +500,7 @@ class Timeline:
     def __init__(self, params: TimelineParams | None = None) -> None:
         self.params = params or TimelineParams()
         self._params = self.params.array()
-        self.clocks = cm.ClockState()
+        self.clocks = cm.clock_arrays()
         self.state = np.zeros(N_STATE, np.int64)
         self.nodes = np.zeros((cm.N_NODES, N_NODE_STATE), np.int64)
         self._keep = np.zeros(256, np.bool_)
@@ -591,7 +581,7 @@ class Timeline:
             self._keep,
             self.state,
             self.nodes,
-            *self.clocks.arrays(),
+            self.clocks,
             self._params,
             syn,
             n_syn,
