@@ -38,7 +38,9 @@ class FusionParams:
     quiet_us: int = 4_000_000  # no tracker: the shot ends this long after the last activity
     still_frames: int = 3  # tracker frames with every ball still that end a shot
     cue_wait_us: int = 100_000  # how long to wait for the struck ball to move
-    contact_gap_us: int = 40_000  # one contact per pair within this window
+    contact_gap_us: int = (
+        8_000  # one contact per pair within this window (a frozen ball's rebound is a second)
+    )
     rest_frames: int = 120  # ... and a layout changed by hand is at rest after this many (1 s)
     frozen_gap_mm: float = 1.5  # RULES.md: resting against a cushion
 

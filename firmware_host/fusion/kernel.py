@@ -128,8 +128,12 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
     F_PATHS_CUT,
     F_EV_CUT,
     F_DPEND_N,
-) = range(19)
-N_F = 19
+    F_CLICK_HELD,
+    F_CLICK_T,
+    F_CLICK_X,
+    F_CLICK_Y,
+) = range(23)
+N_F = 23
 # Parameters
 (
     PR_DEBOUNCE_US,
@@ -174,9 +178,13 @@ NEIGHBOUR_MM = 10.0  # a ball starting to move this close to a mover was hit by 
 DEVIATION_MM = 1.5  # a contact turns a ball off its straight line by more than the tracker noise
 TOUCHING_MM = 5.0  # two balls at rest this close may click when a third drives into them
 CLICK_WAIT_US = 10_000  # a contact seen in the trajectories waits this long for its click
-CUE_GRACE_US = (
-    3_000  # a tracker frame may show the struck ball moving this long before the tip's stamp
-)
+# a tracker frame may show the struck ball moving this long before the tip's stamp
+CUE_GRACE_US = 3_000
+CAUSE_US = 40_000  # a contact this recent explains a ball starting to move
+# two clicks of one pair this far apart are two collisions (a frozen ball rebounding off its
+# cushion into the cue ball: item 20 note 2's "two separate collisions")
+CLICK_REPEAT_US = 1_000
+SHOWN_MM = 3.0  # how far the struck ball must have moved before the tracker can tell which it was
 HELD_CONTACTS = 64
 
 
@@ -425,10 +433,109 @@ def _release_derived(st, ev, nev, now):
 @njit(cache=True)
 def _release_moved(st, ev, nev, now):
     """Balls that started moving with no cause, once no tip contact can claim them any more."""
+    if st.fs[F_CUE_PENDING]:
+        return nev  # the struck ball is being decided: it may be one of them
     for b in range(16):
         if st.moved[b, 1] >= 0 and st.moved[b, 1] + CUE_GRACE_US < now:
             nev = _emit(st, ev, nev, st.moved[b, 0], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
             st.moved[b, 1] = -1
+    return nev
+
+
+@njit(cache=True)
+def _struck(st, since):
+    """Of the balls that started moving since ``since``, the one the tip struck, or -1.
+
+    One ball: that one.  A frozen cluster starts together; the struck ball is
+    the one that drove a touching neighbour away along their line of centres
+    while itself moving towards it; failing that, the one that moved most.
+    """
+    k = (st.fs[F_TRK_N] - 1) % HISTORY
+    D = st.geo[G_D]
+    best, best_d, pusher = -1, -1.0, False
+    for b in range(16):
+        if st.moved[b, 2] < since:
+            continue
+        dbx, dby = st.trk_xy[k, b, 0] - st.rest_xy[b, 0], st.trk_xy[k, b, 1] - st.rest_xy[b, 1]
+        d = np.hypot(dbx, dby)
+        pushes = False
+        for o in range(16):
+            if o == b or st.moved[o, 2] < since:
+                continue
+            ux, uy = st.rest_xy[o, 0] - st.rest_xy[b, 0], st.rest_xy[o, 1] - st.rest_xy[b, 1]
+            gap = np.hypot(ux, uy)
+            if gap > D + NEIGHBOUR_MM or gap <= 0.0:
+                continue
+            dox, doy = st.trk_xy[k, o, 0] - st.rest_xy[o, 0], st.trk_xy[k, o, 1] - st.rest_xy[o, 1]
+            away = (dox * ux + doy * uy) / gap > 0.7 * np.hypot(dox, doy)
+            if away and dbx * ux + dby * uy > 0.0:
+                pushes = True
+        if (pushes and not pusher) or (pushes == pusher and d > best_d):
+            best, best_d, pusher = b, d, pushes
+    # under a few mm the tracker's noise would decide: wait for a frame that shows it
+    biggest = 0.0
+    for b in range(16):
+        if st.moved[b, 2] >= since:
+            biggest = max(
+                biggest,
+                np.hypot(
+                    st.trk_xy[k, b, 0] - st.rest_xy[b, 0], st.trk_xy[k, b, 1] - st.rest_xy[b, 1]
+                ),
+            )
+    return best if biggest >= SHOWN_MM else -1
+
+
+@njit(cache=True)
+def _click(st, ev, nev, t, cx, cy, tracked):
+    """A BALL_CLICK at (cx, cy) mm: the pair of balls one diameter apart nearest it, or none."""
+    if not tracked:
+        if st.fs[F_IN_SHOT]:
+            nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, -1, -1, 0, 0, 0, 0)
+            st.fs[F_LAST_ACT] = t
+        return nev
+    xy = np.empty((16, 2))
+    on = np.zeros(16, np.bool_)
+    pen = np.empty(16)
+    _carried(st, t, xy, on, pen)
+    best_i, best_j, best_s = -1, -1, np.inf
+    for i in range(16):
+        if not on[i]:
+            continue
+        for j in range(i + 1, 16):
+            if not on[j] or t - st.pair_t[i, j] <= CLICK_REPEAT_US:
+                continue
+            gap = abs(np.hypot(xy[i, 0] - xy[j, 0], xy[i, 1] - xy[j, 1]) - st.geo[G_D])
+            if pen[i] > 0 and pen[j] > 0:
+                if gap > TOUCHING_MM:
+                    continue  # two balls at rest click only if touching (a cluster)
+                gap += TOUCHING_MM
+            far = np.hypot((xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy)
+            held = _held(st, i, j, t) >= 0
+            if (gap < CLICK_PAIR_GAP_MM or held) and far < CLICK_RADIUS_MM:
+                cost = (
+                    min(gap, CLICK_PAIR_GAP_MM) + 0.2 * far - (CLICK_PAIR_GAP_MM if held else 0.0)
+                )
+                if cost < best_s:
+                    best_i, best_j, best_s = i, j, cost
+    if best_i >= 0:
+        q = _held(st, best_i, best_j, t)
+        if q >= 0:  # the trajectories saw it too: the click gives the time
+            st.fs[F_DPEND_N] -= 1
+            st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
+        nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, best_i, best_j, 0, 0, 0, 0)
+        st.pair_t[best_i, best_j] = t
+        st.fs[F_LAST_ACT] = t
+    return nev
+
+
+@njit(cache=True)
+def _release_click(st, ev, nev, now):
+    """A click held between shots that no tip contact claimed: judged at its own time."""
+    if st.fs[F_CLICK_HELD] and st.fs[F_CLICK_T] + CUE_GRACE_US < now:
+        st.fs[F_CLICK_HELD] = 0
+        nev = _click(
+            st, ev, nev, st.fs[F_CLICK_T], st.fs[F_CLICK_X], st.fs[F_CLICK_Y], _tracker_alive(st)
+        )
     return nev
 
 
@@ -540,17 +647,10 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
                         )
         # the struck ball: the first to start moving after the tip contact
         if st.fs[F_CUE_PENDING] and t > st.fs[F_CUE_T]:
-            best, best_d = -1, -1.0
-            for b in range(16):
-                if started[b]:
-                    d = np.hypot(
-                        st.trk_xy[k, b, 0] - st.pend_snap[0, b, 0],
-                        st.trk_xy[k, b, 1] - st.pend_snap[0, b, 1],
-                    )
-                    if d > best_d:
-                        best, best_d = b, d
+            best = _struck(st, st.fs[F_CUE_T] - CUE_GRACE_US)
             if best >= 0:
                 started[best] = False
+                st.moved[best, 1] = -1
                 nev, nsnap = _start_shot_event(st, ev, nev, best, snaps, frozen, nsnap, True)
         # other balls that start moving: hit by a neighbour, or moved by hand (item 17)
         for b in range(16):
@@ -560,12 +660,12 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
             caused = False
             for o in range(16):
                 lo, hi = min(b, o), max(b, o)
-                if o != b and st.pair_t[lo, hi] >= st.trk_t[p] - st.prm[PR_CONTACT_GAP_US]:
+                if o != b and st.pair_t[lo, hi] >= st.trk_t[p] - CAUSE_US:
                     caused = True
             for q in range(st.fs[F_DPEND_N]):
                 if (st.dpend[q, 1] == b or st.dpend[q, 2] == b) and st.dpend[q, 0] >= st.trk_t[
                     p
-                ] - st.prm[PR_CONTACT_GAP_US]:
+                ] - CAUSE_US:
                     caused = True
             if not caused:
                 best, best_d = -1, D + NEIGHBOUR_MM
@@ -677,6 +777,7 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
         nev, nsnap, npath = _quiet_end(st, ev, nev, t, snaps, frozen, nsnap, paths, npath)
         nev = _release_derived(st, ev, nev, t)
         nev = _release_moved(st, ev, nev, t)
+        nev = _release_click(st, ev, nev, t)
         st.fs[F_NOW] = max(st.fs[F_NOW], t)
         tracked = _tracker_alive(st)
         if mtype == T_TRACK:
@@ -727,44 +828,17 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     )
                 nev = _emit(st, ev, nev, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
         elif mtype == T_CLICK:
-            if tracked:
-                _carried(st, t, xy, on, pen)
-                cx, cy = float(rw[BC_X]), float(rw[BC_Y])
-                best_i, best_j, best_s = -1, -1, np.inf
-                for i in range(16):
-                    if not on[i]:
-                        continue
-                    for j in range(i + 1, 16):
-                        if not on[j] or t - st.pair_t[i, j] <= st.prm[PR_CONTACT_GAP_US]:
-                            continue
-                        gap = abs(np.hypot(xy[i, 0] - xy[j, 0], xy[i, 1] - xy[j, 1]) - st.geo[G_D])
-                        if pen[i] > 0 and pen[j] > 0:
-                            if gap > TOUCHING_MM:
-                                continue  # two balls at rest click only if touching (a cluster)
-                            gap += TOUCHING_MM
-                        far = np.hypot(
-                            (xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy
-                        )
-                        held = _held(st, i, j, t) >= 0
-                        if (gap < CLICK_PAIR_GAP_MM or held) and far < CLICK_RADIUS_MM:
-                            cost = (
-                                min(gap, CLICK_PAIR_GAP_MM)
-                                + 0.2 * far
-                                - (CLICK_PAIR_GAP_MM if held else 0.0)
-                            )
-                            if cost < best_s:
-                                best_i, best_j, best_s = i, j, cost
-                if best_i >= 0:
-                    q = _held(st, best_i, best_j, t)
-                    if q >= 0:  # the trajectories saw it too: the click gives the time
-                        st.fs[F_DPEND_N] -= 1
-                        st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
-                    nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, best_i, best_j, 0, 0, 0, 0)
-                    st.pair_t[best_i, best_j] = t
-                    st.fs[F_LAST_ACT] = t
-            elif st.fs[F_IN_SHOT]:
-                nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, -1, -1, 0, 0, 0, 0)
-                st.fs[F_LAST_ACT] = t
+            if st.fs[F_CLICK_HELD]:
+                nev = _click(
+                    st, ev, nev, st.fs[F_CLICK_T], st.fs[F_CLICK_X], st.fs[F_CLICK_Y], tracked
+                )
+                st.fs[F_CLICK_HELD] = 0
+            if st.fs[F_IN_SHOT]:
+                nev = _click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
+            else:
+                # between shots: a tip contact stamped just after may own it (frozen cue ball)
+                st.fs[F_CLICK_HELD] = 1
+                st.fs[F_CLICK_T], st.fs[F_CLICK_X], st.fs[F_CLICK_Y] = t, rw[BC_X], rw[BC_Y]
         elif mtype == T_CUE:
             same_stroke = st.fs[F_IN_SHOT] and t - st.fs[F_FIRST_CUE_T] <= st.prm[PR_DOUBLE_HIT_US]
             if not same_stroke:
@@ -789,16 +863,7 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     _snapshot(st, st.pend_snap, st.pend_frozen, 0, t)
                     st.fs[F_CUE_PENDING] = 1
                     # the tracker may have seen the struck ball move a frame before this stamp
-                    early, early_d = -1, -1.0
-                    k = (st.fs[F_TRK_N] - 1) % HISTORY
-                    for b in range(16):
-                        if st.moved[b, 2] >= t - CUE_GRACE_US:
-                            d = np.hypot(
-                                st.trk_xy[k, b, 0] - st.rest_xy[b, 0],
-                                st.trk_xy[k, b, 1] - st.rest_xy[b, 1],
-                            )
-                            if d > early_d:
-                                early, early_d = b, d
+                    early = _struck(st, t - CUE_GRACE_US)
                     if early >= 0:
                         st.moved[early, 1] = -1
                         nev, nsnap = _start_shot_event(
@@ -816,6 +881,10 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, False)
             nev = _emit(st, ev, nev, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
             st.fs[F_LAST_ACT] = t
+            if st.fs[F_CLICK_HELD] and st.fs[F_CLICK_T] >= t - CUE_GRACE_US:
+                # within the sensors' jitter of the tip contact: part of the shot, from its start
+                nev = _click(st, ev, nev, t, st.fs[F_CLICK_X], st.fs[F_CLICK_Y], tracked)
+                st.fs[F_CLICK_HELD] = 0
         elif mtype == T_KEYPAD:
             nev = _emit(st, ev, nev, t, EV_KEYPAD, -1, rw[KP_KEY], rw[KP_ARG], 0, 0, 0)
         elif mtype == T_NODE_STATUS or mtype == NODE_SILENT or mtype == NODE_BACK:
@@ -862,11 +931,14 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
     nev, nsnap, npath = _quiet_end(st, ev, nev, upto, snaps, frozen, nsnap, paths, npath)
     nev = _release_derived(st, ev, nev, upto)
     nev = _release_moved(st, ev, nev, upto)
+    nev = _release_click(st, ev, nev, upto)
     st.fs[F_NOW] = max(st.fs[F_NOW], upto)
     # the earliest hub time a later emission may still carry
     safe = st.fs[F_NOW]
     for q in range(st.fs[F_DPEND_N]):
         safe = min(safe, st.dpend[q, 0])
+    if st.fs[F_CLICK_HELD]:
+        safe = min(safe, st.fs[F_CLICK_T])
     for b in range(16):
         if st.moved[b, 1] >= 0:
             safe = min(safe, st.moved[b, 0])
