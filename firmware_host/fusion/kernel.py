@@ -132,8 +132,9 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
     F_CLICK_T,
     F_CLICK_X,
     F_CLICK_Y,
-) = range(23)
-N_F = 23
+    F_MOVED_N,  # ball_moved decisions may be waiting (recounted when released)
+) = range(24)
+N_F = 24
 # Parameters
 (
     PR_DEBOUNCE_US,
@@ -239,12 +240,12 @@ def _emit(st, ev, nev, t, etype, ball, a, b, c, d, e):
     return nev + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tracker_up(st):
     return ((st.fs[F_PRESENT] >> TRACKER) & 1) != 0 and ((st.fs[F_DOWN] >> TRACKER) & 1) == 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tracker_alive(st):
     return _tracker_up(st) and st.fs[F_TRK_N] > 0
 
@@ -373,7 +374,7 @@ def _contact_time(pi, pj, vi, vj, D, span):
     return min(max(s, 0.0), span)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _acoustic_up(st):
     return ((st.fs[F_PRESENT] >> ACOUSTIC) & 1) != 0 and ((st.fs[F_DOWN] >> ACOUSTIC) & 1) == 0
 
@@ -435,10 +436,14 @@ def _release_moved(st, ev, nev, now):
     """Balls that started moving with no cause, once no tip contact can claim them any more."""
     if st.fs[F_CUE_PENDING]:
         return nev  # the struck ball is being decided: it may be one of them
+    waiting = 0
     for b in range(16):
         if st.moved[b, 1] >= 0 and st.moved[b, 1] + CUE_GRACE_US < now:
             nev = _emit(st, ev, nev, st.moved[b, 0], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
             st.moved[b, 1] = -1
+        elif st.moved[b, 1] >= 0:
+            waiting += 1
+    st.fs[F_MOVED_N] = waiting
     return nev
 
 
@@ -688,6 +693,7 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
             if not caused:
                 # unexplained so far: a tip contact stamped up to CUE_GRACE_US later still claims it
                 st.moved[b, 0], st.moved[b, 1] = st.trk_t[p], t
+                st.fs[F_MOVED_N] += 1
                 if not st.fs[F_IN_SHOT]:
                     st.fs[F_DIRTY] = 1
     if st.fs[F_CUE_PENDING] and t > st.fs[F_CUE_T] + st.prm[PR_CUE_WAIT_US]:
@@ -774,10 +780,15 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
         rw = store[r] if r < n_store else synthetic[r - n_store]
         t = rw[C_HUB]
         mtype = rw[C_TYPE]
-        nev, nsnap, npath = _quiet_end(st, ev, nev, t, snaps, frozen, nsnap, paths, npath)
-        nev = _release_derived(st, ev, nev, t)
-        nev = _release_moved(st, ev, nev, t)
-        nev = _release_click(st, ev, nev, t)
+        # timers; called only when armed: the state tuple is a costly argument per row
+        if st.fs[F_IN_SHOT]:
+            nev, nsnap, npath = _quiet_end(st, ev, nev, t, snaps, frozen, nsnap, paths, npath)
+        if st.fs[F_DPEND_N]:
+            nev = _release_derived(st, ev, nev, t)
+        if st.fs[F_MOVED_N]:
+            nev = _release_moved(st, ev, nev, t)
+        if st.fs[F_CLICK_HELD]:
+            nev = _release_click(st, ev, nev, t)
         st.fs[F_NOW] = max(st.fs[F_NOW], t)
         tracked = _tracker_alive(st)
         if mtype == T_TRACK:
