@@ -18,8 +18,19 @@ from typing import Any
 import numpy as np
 import pytest
 
+from firmware_host.virtual_table.match import random_match
+from firmware_host.virtual_table.physics_truth import Shot
 from firmware_host.virtual_table.physics_verdicts import judge_truth
-from firmware_host.virtual_table.scenarios import SCENARIOS
+from firmware_host.virtual_table.scenarios import (
+    NEIGHBOUR_DEG,
+    NEIGHBOUR_SPEED,
+    SCENARIOS,
+    Design,
+    neighbours,
+    one_shot,
+    pot_layout,
+    strokes,
+)
 from firmware_host.virtual_table.truth import MatchTruth
 from protocol.geometry import DEFAULT_TABLE
 from rules.config import SENSOR_NODES
@@ -499,6 +510,64 @@ def test_verdicts_are_what_the_truth_judges(name: str) -> None:
     truth = truth_of(name)
     stored = [v for v in truth.verdicts if v["kind"] == "verdict"]
     assert judge_truth(truth.events, truth.strokes, truth.table) == stored
+
+
+def test_a_scenario_built_again_later_in_the_process_is_bit_for_bit_the_same() -> None:
+    """A capture made from a scenario must not depend on what the process built before it.
+
+    The second round runs in the reverse order, after arrays of odd sizes
+    (other alignments for whatever numpy allocates next) and a random match,
+    and every float must come back exactly.
+    """
+    first = {name: truth_of(name) for name in sorted(SCENARIOS)}
+    padding = [np.ones(n) for n in (1, 3, 7, 13, 1001)]
+    random_match(seed=3, minutes=0.5)
+    for name in reversed(first):
+        again = SCENARIOS[name]()
+        assert (again.strokes, again.events, again.verdicts) == (
+            first[name].strokes,
+            first[name].events,
+            first[name].verdicts,
+        ), name
+    assert len(padding) == 5
+
+
+@pytest.mark.parametrize(
+    ("speeds", "taken"),
+    [
+        pytest.param((1.5, 2.0), 2.0, id="edge-skipped-for-inside"),
+        pytest.param((2.0, 1.5), 2.0, id="inside-taken-first"),
+        pytest.param((1.5,), None, id="only-the-edge"),
+    ],
+)
+def test_a_stroke_is_taken_only_if_its_neighbours_show_the_situation_too(
+    speeds: tuple[float, ...], taken: float | None
+) -> None:
+    """A straight pot whose situation holds from 1.5 m/s up: 1.5 itself sits on the edge."""
+    layout, line = pot_layout(250.0)
+    design = Design(
+        "edge",
+        layout,
+        one_shot(),
+        strokes(0, (line,), speeds),
+        [(1, "legal", (), "20(1)")],
+        lambda truth: truth.strokes[0]["speed_mps"] >= 1.5,
+    )
+    if taken is None:
+        with pytest.raises(RuntimeError, match="no candidate stroke"):
+            design.build()
+    else:
+        assert design.build().strokes[0]["speed_mps"] == taken
+
+
+def test_neighbours_turn_and_scale_the_first_stroke_of_a_candidate() -> None:
+    shot = Shot(0, 10.0, 2.0, top=0.5)
+    got = neighbours((shot, 1.5))
+    assert sorted((n[0].angle_deg, n[0].speed_mps) for n in got) == sorted(
+        [(10.0 - NEIGHBOUR_DEG, 2.0), (10.0 + NEIGHBOUR_DEG, 2.0)]
+        + [(10.0, 2.0 * (1 - NEIGHBOUR_SPEED)), (10.0, 2.0 * (1 + NEIGHBOUR_SPEED))]
+    )
+    assert all(n[1] == 1.5 and n[0].top == 0.5 for n in got)
 
 
 def test_random_match_frames_start_from_a_rack() -> None:
