@@ -184,6 +184,8 @@ class Fusion:
         self.params = params or FusionParams()
         self.state = fusion_arrays(self.params, table)
         self._heap: list[tuple[int, int, int, dict[str, Any]]] = []
+        # every ball's whole path, at most: one shot's worth of tracker frames (points past it are counted)
+        self._paths = np.empty((64 + 16 * k.SHOT_FRAMES, 4))
 
     @property
     def counters(self) -> dict[str, int]:
@@ -198,12 +200,10 @@ class Fusion:
         """Rows the timeline released, and the hub time it has released up to."""
         n = len(ordered)
         cap = 256 + 8 * n
-        n_track = len(ordered.store_tracks)
-        path_cap = 64 + 16 * min(k.SHOT_FRAMES, int(self.state.fs[k.F_SB_N]) + n_track + 1)
         ev = np.empty((cap, k.N_OUT), np.int64)
         snaps = np.zeros((cap, 16, 3))
         frozen = np.zeros((cap, 16), np.int64)
-        paths = np.empty((path_cap, 4))
+        paths = self._paths  # reused: to_dict copies the points out
         nev, _, _, safe = k.fuse(
             self.state,
             ordered.store,
