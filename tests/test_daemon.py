@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -79,3 +81,19 @@ def test_hub_reboot_and_garbage_are_reported_and_survived(two_shots, tmp_path):
     assert sum(daemon.stats.decoder["bad"].values()) > 0
     assert [e for e in events if e["type"] == "boot"][1:], "no boot event after the reboot"
     assert verdicts(lines), "no verdict after the faults"
+
+
+@pytest.mark.parametrize(
+    "port, says",
+    [("/dev/no-such-table", "no such device"), ("bogus://x", "protocol 'bogus' not known")],
+)
+def test_run_with_a_bad_port_says_so_in_one_line_and_exits_2(port, says):
+    done = subprocess.run(
+        [sys.executable, "-m", "firmware_host", "run", "--port", port],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"firmware-host run: --port {port}: ")
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -61,6 +61,20 @@ def _virtual_table(args: argparse.Namespace) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
 
 
+def _check_port(url: str) -> None:
+    """A typo in --port is a usage error; a cable pulled later is survived."""
+    import os
+
+    import serial
+
+    if "://" not in url and not os.path.exists(url):
+        raise UsageError(f"--port {url}: no such device")
+    try:
+        serial.serial_for_url(url, do_not_open=True)
+    except (ValueError, serial.SerialException) as exc:
+        raise UsageError(f"--port {url}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from rules import RulesConfig
 
@@ -89,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     table = None
     url = args.port
-    if url is None:
+    if url is not None:
+        _check_port(url)
+    else:
         table = _virtual_table(args)
         url = table.stdout.readline().strip()
         if not url:
