@@ -108,18 +108,18 @@ def _cushion(seq: int, flags: int = 0) -> bytes:
 
 
 def _hello(seq: int, boot_id: int) -> bytes:
-    fields = dict(
-        fw_major=1,
-        fw_minor=0,
-        fw_patch=0,
-        proto=1,
-        boot_id=boot_id,
-        hub_serial=1,
-        table_length_mm=3569,
-        table_width_mm=1778,
-        ball_diameter_um=68000,
-        nodes_present=0xFF,
-    )
+    fields = {
+        "fw_major": 1,
+        "fw_minor": 0,
+        "fw_patch": 0,
+        "proto": 1,
+        "boot_id": boot_id,
+        "hub_serial": 1,
+        "table_length_mm": 3569,
+        "table_width_mm": 1778,
+        "ball_diameter_um": 68000,
+        "nodes_present": 0xFF,
+    }
     return encode_frame("HELLO", seq=seq, **fields)
 
 
