@@ -37,8 +37,11 @@ def _hub_us(wire: Wire, t_s: float) -> int:
     return int(np.rint(boot.hub_us(t_s)))
 
 
-def _rank(line: dict[str, Any]) -> int:
-    return 2 if "kind" in line else int(line.get("type") == "shot_end")
+def _order(t_s: float, line: dict[str, Any]) -> tuple[float, int, int]:
+    """At one instant: a shot's events, its end, its verdict, then the next shot's start."""
+    shot = line.get("shot")
+    rank = 2 if "kind" in line else int(line.get("type") == "shot_end")
+    return (t_s, -1 if shot is None else shot, rank)
 
 
 def truth_lines(match: MatchTruth, wire: Wire) -> list[dict[str, Any]]:
@@ -94,8 +97,7 @@ def truth_lines(match: MatchTruth, wire: Wire) -> list[dict[str, Any]]:
         if "evidence_s" in verdict:
             line["evidence"] = [_hub_us(wire, t) for t in verdict["evidence_s"]]
         timed.append((verdict["t_s"], line))
-    # At one instant: events, then the shot's end, then the verdicts on it.
-    timed.sort(key=lambda item: (item[0], _rank(item[1])))
+    timed.sort(key=lambda item: _order(*item))
     return [{"t_us": _hub_us(wire, t), **line} for t, line in timed]
 
 
