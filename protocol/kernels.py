@@ -199,12 +199,22 @@ def prescan(buf: np.ndarray, bound: np.ndarray) -> int:
     """
     delimiters = 0
     start = 0
-    for i in range(buf.size):
-        if buf[i] == 0:
-            delimiters += 1
-            if i - start > 2:
-                bound[buf[start + 2]] += 1
-            start = i + 1
+    words = buf.size // 8
+    w64 = buf[: words * 8].view(np.uint64)
+    ones = np.uint64(0x0101010101010101)
+    highs = np.uint64(0x8080808080808080)
+    w = 0
+    while w * 8 < buf.size:
+        if w < words and (w64[w] - ones) & ~w64[w] & highs == 0:
+            w += 1
+            continue  # no zero byte among these eight (SWAR test)
+        for i in range(8 * w, min(8 * w + 8, buf.size)):
+            if buf[i] == 0:
+                delimiters += 1
+                if i - start > 2:
+                    bound[buf[start + 2]] += 1
+                start = i + 1
+        w += 1
     return delimiters
 
 
