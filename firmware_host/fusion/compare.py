@@ -80,10 +80,14 @@ class Score:
     truth: int
     found: int
     right: int
+    extra: int = 0  # ours that match no truth event: each claims balls that did nothing then
 
     def __str__(self) -> str:
         rate = f"{self.right / self.found:.2%}" if self.found else "-"
-        return f"{self.kind:12s} truth {self.truth:5d} found {self.found:5d} ball right {self.right:5d} ({rate})"
+        return (
+            f"{self.kind:12s} truth {self.truth:5d} found {self.found:5d} ball right {self.right:5d} ({rate})"
+            f", extra {self.extra}"
+        )
 
 
 def score(
@@ -95,7 +99,9 @@ def score(
     for kind in (*TOLERANCE_US,):
         pairs = pair_up(ours, truth, kind)
         n_truth = sum(e.get("type") == kind for e in truth)
-        scores.append(Score(kind, n_truth, len(pairs), sum(key(t) == key(o) for t, o in pairs)))
+        n_ours = sum(e["type"] == kind for e in ours)
+        right = sum(key(t) == key(o) for t, o in pairs)
+        scores.append(Score(kind, n_truth, len(pairs), right, n_ours - len(pairs)))
         matched += pairs
     t_true = np.array([t["t_us"] for t, _ in matched], float)
     t_ours = np.array([o["t_us"] for _, o in matched], float)

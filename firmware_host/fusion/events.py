@@ -36,11 +36,14 @@ class FusionParams:
     debounce_ratio_pct: int = 40  # ring-down amplitude bound
     double_hit_us: int = 300_000  # a second tip contact this soon is the same stroke (item 18)
     quiet_us: int = 4_000_000  # no tracker: the shot ends this long after the last activity
-    still_frames: int = 3  # tracker frames with every ball still that end a shot
+    still_frames: int = 2  # tracker frames with every ball still that end a shot (8 ms at 120 Hz)
     cue_wait_us: int = 100_000  # how long to wait for the struck ball to move
     contact_gap_us: int = (
         8_000  # one contact per pair within this window (a frozen ball's rebound is a second)
     )
+    # with a live acoustic node a second collision of a pair clicks: a contact seen only in the
+    # trajectories this soon after the pair's last one is the same touch (slow balls in contact)
+    derived_gap_us: int = 150_000
     rest_frames: int = 120  # ... and a layout changed by hand is at rest after this many (1 s)
     frozen_gap_mm: float = 1.5  # RULES.md: resting against a cushion
 
@@ -55,6 +58,7 @@ class FusionParams:
                 self.cue_wait_us,
                 self.contact_gap_us,
                 self.rest_frames,
+                self.derived_gap_us,
             ],
             np.int64,
         )

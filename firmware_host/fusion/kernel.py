@@ -145,7 +145,8 @@ N_F = 24
     PR_CUE_WAIT_US,
     PR_CONTACT_GAP_US,
     PR_REST_FRAMES,
-) = range(8)
+    PR_DERIVED_GAP_US,
+) = range(9)
 
 TRACKER, LINES, ACOUSTIC = 4, 5, 6
 MOVING_BITS = 3  # BALL_TRACK.state: moving | spinning in place (item 14.1: spinning is moving)
@@ -415,14 +416,15 @@ def _derive(st, ev, nev, tau, i, j):
 
 @njit(cache=True)
 def _release_derived(st, ev, nev, now):
-    """Held trajectory contacts whose click did not come: emitted at their own time."""
+    """Held trajectory contacts whose click did not come: emitted at their own time, unless
+    the pair touched lately (then a second collision would have clicked)."""
     q = 0
     while q < st.fs[F_DPEND_N]:
         if st.dpend[q, 0] + CLICK_WAIT_US < now:
             tau, i, j = st.dpend[q, 0], st.dpend[q, 1], st.dpend[q, 2]
             st.fs[F_DPEND_N] -= 1
             st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
-            if tau - st.pair_t[i, j] > st.prm[PR_CONTACT_GAP_US]:
+            if tau - st.pair_t[i, j] > st.prm[PR_DERIVED_GAP_US]:
                 nev = _emit(st, ev, nev, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
                 st.pair_t[i, j] = tau
                 st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], tau)
