@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from firmware_host.fusion.compare import score
+from firmware_host.fusion.events import FusionParams
 from firmware_host.fusion.stream import EventStream, events_from_capture
 from firmware_host.virtual_table.capture import truth_lines
 from firmware_host.virtual_table.faults import FaultPlan
@@ -128,3 +129,6 @@ def test_live_events_come_out_soon_after_they_happen(capsys):
         if k in lag
     ]
     assert max(max(lag[k]) for k in sensed) <= 50
+    # rest is stamped at the first frame of its quiet second and decided by the last one
+    quiet_ms = (FusionParams().rest_frames - 1) * 1000 / 120
+    assert max(lag.get("rest", [0.0])) - quiet_ms <= 50
