@@ -181,7 +181,10 @@ class Daemon:
             log.warning("port %s lost (%s); reconnecting", status.url, status.error)
 
     def _health(self, change: HealthChange) -> None:
-        if change.health is LinkHealth.FAILED:
+        if change.health is LinkHealth.FAILED and change.name == "REQUEST_HELLO":
+            # Usually the table is still booting; its HELLO will come anyway.
+            log.warning("the hub did not answer REQUEST_HELLO (seq %d); waiting for it", change.seq)
+        elif change.health is LinkHealth.FAILED:
             self.stats.indicator_failures += 1
             log.error(
                 "indicator link failed: no ACK for %s seq %d after 3 resends",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -98,3 +99,37 @@ def test_run_with_a_bad_port_says_so_in_one_line_and_exits_2(port, says):
     assert done.returncode == 2
     assert done.stderr.startswith(f"firmware-host run: --port {port}: ")
     assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_run_without_a_port_referees_the_virtual_table_to_its_intended_verdicts():
+    """The README's main job: the daemon against the virtual table in its own process."""
+    intended = [
+        (v["shot"], v["verdict"], v["rules"])
+        for v in scenarios.SCENARIOS["double_hit"]().verdicts
+        if v.get("kind", "verdict") == "verdict"
+    ]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "firmware_host",
+            "run",
+            "--scenario",
+            "double_hit",
+            "--speed",
+            "8",
+            "--json",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [
+        (v["shot"], v["verdict"], v["rules"])
+        for v in lines
+        if v["kind"] == "verdict" and not v.get("early")
+    ] == intended
+    assert "link lost" not in done.stderr  # the table says "match over" before it hangs up

@@ -47,6 +47,7 @@ def _virtual_table(args: argparse.Namespace) -> subprocess.Popen:
         "firmware_host",
         "simulate",
         "--pty",
+        "--wait-host",
         "--speed",
         str(args.speed),
         "--sensors",
@@ -112,8 +113,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("the virtual table did not start (see the message above)")
 
         def match_over() -> None:
-            table.wait()
-            stop.wait(0.5)  # let the last frames drain through the pipeline
+            # the table says "match over" before it closes its pty (or just exits)
+            for line in table.stdout:
+                if line.strip() == "match over":
+                    break
             stop.set()
 
         threading.Thread(target=match_over, daemon=True).start()

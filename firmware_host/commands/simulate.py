@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from ..cliutil import UsageError
 
 SENSOR_SETS = ("minimum", "middle", "full")
+HANG_UP_S = 0.5  # after "match over", before the pty closes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     live.add_argument(
         "--loop", action="store_true", help="replay after a hub reboot instead of exiting"
+    )
+    live.add_argument(
+        "--wait-host",
+        action="store_true",
+        help="boot the table only once a host has sent its first frame",
     )
     files = parser.add_argument_group("--capture")
     files.add_argument("--truth", metavar="TRUTH.jsonl", help="ground truth: events and verdicts")
@@ -119,11 +126,21 @@ def run(args: argparse.Namespace) -> int:
         # each loop is a hub reboot: new seed, new boot_id, every clock and counter reset
         return build_wire(match, replace(cfg, seed=cfg.seed + n, near_wrap=False))
 
-    hub = VirtualHub(build_wire(match, cfg), speed=args.speed, rewire=rewire if args.loop else None)
+    hub = VirtualHub(
+        build_wire(match, cfg),
+        speed=args.speed,
+        rewire=rewire if args.loop else None,
+        wait_for_host=args.wait_host,
+    )
     sys.stdout.write(hub.device + "\n")
     sys.stdout.flush()
     try:
         hub.run()
+        # Say so while the pty is still open, so a host can hang up first
+        # instead of seeing its port vanish.
+        sys.stdout.write("match over\n")
+        sys.stdout.flush()
+        time.sleep(HANG_UP_S)
     finally:
         hub.close()
     return 0

@@ -42,11 +42,16 @@ class VirtualHub:
     """A table on a pty; ``rewire(n)`` gives the wire of the n-th loop (``loop=True``)."""
 
     def __init__(
-        self, wire: Wire, speed: float = 1.0, rewire: Callable[[int], Wire] | None = None
+        self,
+        wire: Wire,
+        speed: float = 1.0,
+        rewire: Callable[[int], Wire] | None = None,
+        wait_for_host: bool = False,
     ) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self.wire = wire
+        self.wait_for_host = wait_for_host  # boot only once a host has written to the port
         self.speed = speed
         self.rewire = rewire
         self.commands = HostCommands()
@@ -95,6 +100,11 @@ class VirtualHub:
     # -- the loop -------------------------------------------------------
     def run(self) -> None:
         """Play the wire (and its loops) until it ends or :meth:`stop` is called."""
+        if self.wait_for_host:
+            with selectors.DefaultSelector() as sel:
+                sel.register(self._master, selectors.EVENT_READ)
+                while not self._stop.is_set() and not sel.select(0.05):
+                    pass
         loop = 0
         while not self._stop.is_set():
             rewire = self.rewire
