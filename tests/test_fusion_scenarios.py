@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from firmware_host.fusion.compare import key, on_our_clock, pair_up
 from firmware_host.fusion.stream import events_from_capture
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.capture import truth_lines
@@ -56,3 +57,19 @@ def test_without_tracker_shots_are_still_found_and_no_ball_is_named(sensors):
     assert len(_of(ours, "shot_start", "shot")) == 2
     assert all(e.get("ball") is None and e.get("cue_ball") is None for e in ours)
     assert all(not e["certain"] and not e["interrupted"] for e in ours if e["type"] == "shot_end")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    "name", ["break_12_1_2", "coloured_outside_11_3", "incomplete_rack", "random"]
+)
+def test_rack_break_clicks_name_the_pairs_the_impulse_reached(name, seed):
+    # every contact of a break has the same time and the clicks' 30 mm error spans three pairs:
+    # only following the impulse from the cue ball tells a pushed pair from a parting one
+    match = scenarios.SCENARIOS[name]()
+    wire = build_wire(match, HubConfig(sensors="full", seed=seed))
+    truth = [e for e in truth_lines(match, wire) if "type" in e]
+    ours = events_from_capture(b"".join(wire.chunks))
+    contacts = pair_up(ours, on_our_clock(truth, ours), "ball_contact")
+    assert len(contacts) == sum(e["type"] == "ball_contact" for e in truth)
+    assert [key(t) for t, _ in contacts] == [key(o) for _, o in contacts]

@@ -19,6 +19,10 @@ Decisions, in the order ICD §7 and RULES.md force them:
   the last frame would overlap, at the time their centres were one diameter
   apart; and a ball at rest that starts moving next to a moving ball was
   hit by it (a frozen cluster, the rack).  A click never doubles a contact.
+  A click of two balls at rest while a moving ball drives into their cluster
+  names only a pair the impulse, followed from the mover along the lines of
+  centres, closes on each other (a rack break: the same microsecond for
+  every contact, and the click's 30 mm error spans neighbouring pairs).
 * **Line crossings** come from the curtain; without it, from a ball centre
   changing side of x = L/2 or L/4 between two frames (time interpolated).
 * **Shots**: a tip contact starts one (``cue_ball`` = the ball that starts
@@ -187,6 +191,11 @@ CAUSE_US = 40_000  # a contact this recent explains a ball starting to move
 # cushion into the cue ball: item 20 note 2's "two separate collisions")
 CLICK_REPEAT_US = 1_000
 SHOWN_MM = 3.0  # how far the struck ball must have moved before the tracker can tell which it was
+# a moving ball this close (along its path) to a resting cluster is about to drive into it
+CASCADE_REACH_MM = 30.0
+CASCADE_TOUCH_MM = 1.0  # resting balls this close pass an impulse on (the rack is 0.1 mm)
+CASCADE_STEPS = 128
+E_BALL = 0.93  # ball-ball restitution
 HELD_CONTACTS = 64
 
 
@@ -493,6 +502,89 @@ def _struck(st, since):
 
 
 @njit(cache=True)
+def _cascade(st, xy, on, pen, reach):
+    """Which resting pairs a moving ball driving into a cluster can set clicking, or none known.
+
+    In a break every contact is within microseconds and the click's 30 mm
+    error cannot tell neighbouring pairs apart; what can is the impulse:
+    followed from the mover along the lines of centres of touching balls
+    (equal masses, restitution ``E_BALL``), it reaches only the pairs that
+    close on each other.  A touching pair it leaves parting (a row across a
+    straight break, the far side of an off-centre one) exchanges nothing.
+    """
+    n = st.fs[F_TRK_N]
+    k = (n - 1) % HISTORY
+    q = (n - 2) % HISTORY
+    D = st.geo[G_D]
+    p = np.empty((16, 2))
+    v = np.zeros((16, 2))
+    mv = np.zeros(16, np.bool_)
+    for b in range(16):
+        p[b, 0], p[b, 1] = xy[b, 0], xy[b, 1]
+        if pen[b] > 0 and st.rest_n[b] > 0:
+            p[b, 0], p[b, 1] = st.rest_xy[b, 0], st.rest_xy[b, 1]
+        elif on[b] and pen[b] == 0 and n >= 2 and st.trk_on[q, b] and st.trk_t[k] > st.trk_t[q]:
+            dt = st.trk_t[k] - st.trk_t[q]
+            v[b, 0] = (st.trk_xy[k, b, 0] - st.trk_xy[q, b, 0]) / dt
+            v[b, 1] = (st.trk_xy[k, b, 1] - st.trk_xy[q, b, 1]) / dt
+            mv[b] = v[b, 0] != 0.0 or v[b, 1] != 0.0
+    # each mover to where it first touches a resting ball (carried positions overshoot)
+    driving = False
+    for i in range(16):
+        vv = v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1]
+        if not mv[i] or vv <= 0.0:
+            continue
+        best = np.inf
+        for j in range(16):
+            if j == i or not on[j] or mv[j]:
+                continue
+            dx, dy = p[i, 0] - p[j, 0], p[i, 1] - p[j, 1]
+            bb = 2.0 * (dx * v[i, 0] + dy * v[i, 1])
+            disc = bb * bb - 4.0 * vv * (dx * dx + dy * dy - D * D)
+            if disc < 0.0:
+                continue
+            s = (-bb - np.sqrt(disc)) / (2.0 * vv)
+            if abs(s) * np.sqrt(vv) <= CASCADE_REACH_MM and s < best:
+                best = s
+        if best < np.inf:
+            p[i, 0] += best * v[i, 0]
+            p[i, 1] += best * v[i, 1]
+            driving = True
+    reach[:, :] = False
+    if not driving:
+        return False
+    for _ in range(CASCADE_STEPS):
+        hit = False
+        for i in range(16):
+            if not mv[i] or not on[i]:
+                continue
+            for j in range(16):
+                if j == i or not on[j] or (mv[j] and j < i):
+                    continue
+                dx, dy = p[j, 0] - p[i, 0], p[j, 1] - p[i, 1]
+                g = np.hypot(dx, dy)
+                if g - D > CASCADE_TOUCH_MM or g <= 0.0:
+                    continue
+                closing = ((v[i, 0] - v[j, 0]) * dx + (v[i, 1] - v[j, 1]) * dy) / g
+                if closing <= 1e-12:
+                    continue
+                f = 0.5 * (1.0 + E_BALL) * closing / g
+                v[i, 0] -= f * dx
+                v[i, 1] -= f * dy
+                v[j, 0] += f * dx
+                v[j, 1] += f * dy
+                mv[j] = True
+                reach[min(i, j), max(i, j)] = True
+                hit = True
+                break
+            if hit:
+                break
+        if not hit:
+            break
+    return True
+
+
+@njit(cache=True)
 def _click(st, ev, nev, t, cx, cy, tracked):
     """A BALL_CLICK at (cx, cy) mm: the pair of balls one diameter apart nearest it, or none."""
     if not tracked:
@@ -504,6 +596,8 @@ def _click(st, ev, nev, t, cx, cy, tracked):
     on = np.zeros(16, np.bool_)
     pen = np.empty(16)
     _carried(st, t, xy, on, pen)
+    reach = np.zeros((16, 16), np.bool_)
+    known = _cascade(st, xy, on, pen, reach)
     best_i, best_j, best_s = -1, -1, np.inf
     for i in range(16):
         if not on[i]:
@@ -513,8 +607,8 @@ def _click(st, ev, nev, t, cx, cy, tracked):
                 continue
             gap = abs(np.hypot(xy[i, 0] - xy[j, 0], xy[i, 1] - xy[j, 1]) - st.geo[G_D])
             if pen[i] > 0 and pen[j] > 0:
-                if gap > TOUCHING_MM:
-                    continue  # two balls at rest click only if touching (a cluster)
+                if gap > TOUCHING_MM or (known and not reach[i, j]):
+                    continue  # two balls at rest click only if touching and the impulse reaches them
                 gap += TOUCHING_MM
             far = np.hypot((xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy)
             held = _held(st, i, j, t) >= 0
