@@ -24,7 +24,7 @@ from rules import RulesConfig, indicator_for
 from .command_link import CommandLink, HealthChange, LinkHealth
 from .pipeline import Pipeline, Step
 from .recorder import CaptureRecorder
-from .transport import DEFAULT_BAUD, LinkState, LinkStatus, SerialTransport
+from .transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +79,12 @@ class Daemon:
         recorder = CaptureRecorder(self.record_dir) if self.record_dir else None
         try:
             with self._transport.open(), self._link.start():
+                chunks = self._transport.chunks
                 while not stop.is_set():
-                    self._turn(self._transport.chunks, recorder)
+                    self._turn(chunks, recorder)
+                # Nothing read is lost: judge what the port delivered before the stop.
+                for _ in range(chunks.qsize()):
+                    self._take(chunks.get_nowait(), recorder)
                 self._publish(self.pipeline.flush())
         finally:
             if recorder is not None:
@@ -98,6 +102,9 @@ class Daemon:
         except queue.Empty:
             self._publish(self.pipeline.tick(time.monotonic_ns()))
             return
+        self._take(chunk, recorder)
+
+    def _take(self, chunk: Chunk, recorder: CaptureRecorder | None) -> None:
         self.stats.chunks += 1
         self.stats.bytes += len(chunk.data)
         if recorder is not None:
