@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels as k
-from .catalogue import BY_NAME, BY_TYPE, HEADER_SIZE
+from .catalogue import BY_TYPE, HEADER_SIZE
 from .framing import BadFrame, Message, UnknownFrame
 from .layout import COUNTED, GREEDY, PREFIX_SIZE, all_layouts, layout, rule_table
 
@@ -82,13 +82,6 @@ class Decoded:
 
     def __len__(self) -> int:
         return len(self.frames)
-
-    def table(self, name: str) -> np.ndarray:
-        """Records of one message type (empty if none came)."""
-        got = self.tables.get(name)
-        if got is None:
-            return np.zeros(0, layout(BY_NAME[name].msg_type).dtype)
-        return got
 
     def items(self) -> Iterator[Message | BadFrame | UnknownFrame]:
         """Every frame as a Python object, in stream order (printing, live use)."""
@@ -165,11 +158,6 @@ class StreamDecoder:
     def bad_total(self) -> int:
         """Bad frames so far, all reasons (cheap enough to ask per chunk)."""
         return int(self._bad.sum())
-
-    @property
-    def stream_offset(self) -> int:
-        """Bytes fed so far."""
-        return self._offset + len(self._pending)
 
     def feed(self, chunk: bytes | bytearray | memoryview | np.ndarray) -> Decoded:
         data = np.frombuffer(chunk, np.uint8) if not isinstance(chunk, np.ndarray) else chunk

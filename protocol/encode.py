@@ -24,12 +24,11 @@ from cobs import cobs
 
 from .catalogue import HEADER_SIZE, PROTOCOL_VERSION
 from .framing import DELIMITER
-from .layout import COUNTED, GREEDY, PREFIX_SIZE, layout_of
+from .layout import COUNTED, GREEDY, PREFIX_SIZE, Layout, layout_of
 
 
-def payload_lengths(records: np.ndarray) -> np.ndarray:
+def payload_lengths(records: np.ndarray, lay: Layout) -> np.ndarray:
     """Each record's payload length by its message's ICD length rule."""
-    lay = layout_of(records.dtype)
     if lay.rule == COUNTED:
         return lay.base + lay.item_size * records["count"].astype(np.int64)
     if lay.rule == GREEDY:
@@ -40,10 +39,11 @@ def payload_lengths(records: np.ndarray) -> np.ndarray:
 
 def encode_records(records: np.ndarray) -> list[bytes]:
     """One wire frame (COBS body + 0x00) per record, in record order."""
+    lay = layout_of(records.dtype)
     records = records.copy()
     records["version"] = PROTOCOL_VERSION
-    records["msg_type"] = layout_of(records.dtype).spec.msg_type
-    lengths = HEADER_SIZE + payload_lengths(records)
+    records["msg_type"] = lay.spec.msg_type
+    lengths = HEADER_SIZE + payload_lengths(records, lay)
     raw = records.view(np.uint8).reshape(len(records), records.dtype.itemsize)
     frames = []
     for row, n in zip(raw, lengths.tolist()):

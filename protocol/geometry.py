@@ -30,10 +30,6 @@ class Table:
     width_mm: float = 1778.0
     ball_mm: float = 68.0
 
-    @classmethod
-    def from_hello(cls, table_length_mm: int, table_width_mm: int, ball_diameter_um: int) -> Table:
-        return cls(float(table_length_mm), float(table_width_mm), ball_diameter_um / 1000.0)
-
     @property
     def house_line_x(self) -> float:
         return self.length_mm / 4
@@ -41,10 +37,6 @@ class Table:
     @property
     def centre_line_x(self) -> float:
         return self.length_mm / 2
-
-    @property
-    def front_mark(self) -> tuple[float, float]:
-        return (self.length_mm / 4, self.width_mm / 2)
 
     @property
     def back_mark(self) -> tuple[float, float]:
@@ -60,10 +52,10 @@ class Table:
 
     def cushion_of(self, x: float, y: float) -> int:
         """The cushion piece whose nose is nearest to a point on the table."""
-        L, W = self.length_mm, self.width_mm
-        gaps = (x, y, y, L - x, W - y, W - y)
-        best = min(range(6), key=lambda c: gaps[c] if self._on_piece(c, x) else float("inf"))
-        return best
+        return min(
+            range(6),
+            key=lambda c: self.cushion_gap(c, x, y) if self.on_piece(c, x) else float("inf"),
+        )
 
     def cushion_gap(self, cushion: int, x: float, y: float) -> float:
         """Distance from a ball's surface to a cushion's nose (negative: overlap)."""
@@ -71,7 +63,8 @@ class Table:
         centre_gap = (x, y, y, L - x, W - y, W - y)[cushion]
         return centre_gap - self.ball_mm / 2
 
-    def _on_piece(self, cushion: int, x: float) -> bool:
+    def on_piece(self, cushion: int, x: float) -> bool:
+        """The middle pockets split each long side: a piece covers one half of x."""
         if cushion in (0, 3):
             return True
         front_half = cushion in (1, 5)

@@ -70,7 +70,7 @@ from .geometry import (
     nearest_ball,
     pocket_xy,
 )
-from .paths import simplify
+from .paths import PATH_TOLERANCE_MM, simplify
 
 # Event type codes, in the order events of the same hub time are written
 # (a shot ends before the next starts; a shot starts before its tip contact).
@@ -336,7 +336,7 @@ def _end_shot(st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, with_tr
                 if st.sb_on[i, b]:
                     xs[m], ys[m], ts[m] = st.sb_xy[i, b, 0], st.sb_xy[i, b, 1], st.sb_t[i]
                     m += 1
-            simplify(xs[:m], ys[:m], 2.0, keep)
+            simplify(xs[:m], ys[:m], PATH_TOLERANCE_MM, keep)
             for i in range(m):
                 if keep[i]:
                     if npath >= paths.shape[0]:

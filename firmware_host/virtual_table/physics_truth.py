@@ -254,7 +254,7 @@ class Timeline:
             touching = [
                 c
                 for c in range(6)
-                if self.table.cushion_gap(c, x, y) <= FROZEN_GAP_MM and self.table._on_piece(c, x)
+                if self.table.cushion_gap(c, x, y) <= FROZEN_GAP_MM and self.table.on_piece(c, x)
             ]
             if touching:
                 frozen[str(b)] = touching
