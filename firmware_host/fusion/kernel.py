@@ -70,6 +70,7 @@ from .geometry import (
     nearest_ball,
     pocket_xy,
 )
+from .impulse import collide, play
 from .paths import PATH_TOLERANCE_MM, simplify
 
 # Event type codes, in the order events of the same hub time are written
@@ -132,13 +133,11 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
     F_PATHS_CUT,
     F_EV_CUT,
     F_DPEND_N,
-    F_CLICK_HELD,
-    F_CLICK_T,
-    F_CLICK_X,
-    F_CLICK_Y,
     F_MOVED_N,  # ball_moved decisions may be waiting (recounted when released)
-) = range(24)
-N_F = 24
+    F_HCLICK_N,  # clicks held for a tip contact that may claim them, or for the struck ball
+    F_CUE_DUR,  # the shot's tip contact lasted this long (µs): it pushes on through a ball met then
+) = range(22)
+N_F = 22
 # Parameters
 (
     PR_DEBOUNCE_US,
@@ -195,8 +194,19 @@ SHOWN_MM = 3.0  # how far the struck ball must have moved before the tracker can
 CASCADE_REACH_MM = 30.0
 CASCADE_TOUCH_MM = 1.0  # resting balls this close pass an impulse on (the rack is 0.1 mm)
 CASCADE_STEPS = 128
-E_BALL = 0.93  # ball-ball restitution
 HELD_CONTACTS = 64
+HELD_CLICKS = 32
+# a click in the shot's first milliseconds waits this long at most for the struck ball
+CLICK_HOLD_US = 20_000
+PLAYED = 64  # collisions of a struck cluster matched to its clicks
+ACOUSTIC_SIGMA_MM = 30.0
+# a played collision's time is as good as the struck ball's speed, taken from its frame
+PLAY_SLACK_US = 300.0
+PLAY_SLACK = 0.25
+# a still ball's position is the mean of this many frames (0.7 mm noise each: 0.05 mm): the
+# 0.1–0.5 mm gaps of a leftover cluster then time its collisions when the tip strikes it
+REST_AVERAGE_FRAMES = 256
+FIT_STEP = 0.08  # rad (and 1.25 × that of relative speed): the stroke fit's coarse grid
 
 
 class FusionArrays(NamedTuple):
@@ -220,6 +230,7 @@ class FusionArrays(NamedTuple):
     sb_on: np.ndarray  # on the table,
     sb_mv: np.ndarray  # moving
     dpend: np.ndarray  # trajectory contacts waiting for their click: time, ball, ball
+    hclick: np.ndarray  # (HELD_CLICKS, 3) clicks waiting (F_HCLICK_N): time, x, y
     moved: (
         np.ndarray
     )  # (16, 3) ball_moved waiting for a tip contact: event time, frame time; last start
@@ -363,6 +374,8 @@ def _start_shot_event(st, ev, nev, ball, snaps, frozen, nsnap, with_tracker):
         snaps[nsnap] = st.pend_snap[0]
         frozen[nsnap] = st.pend_frozen[0]
         nsnap += 1
+    if st.fs[F_HCLICK_N]:
+        nev = _judge_held_clicks(st, ev, nev, ball, with_tracker, st.fs[F_HCLICK_N])
     st.fs[F_CUE_PENDING] = 0
     return nev, nsnap
 
@@ -462,11 +475,64 @@ def _release_moved(st, ev, nev, now):
 def _struck(st, since):
     """Of the balls that started moving since ``since``, the one the tip struck, or -1.
 
-    One ball: that one.  A frozen cluster starts together; the struck ball is
-    the one that drove a touching neighbour away along their line of centres
-    while itself moving towards it; failing that, the one that moved most.
+    One ball: that one. Under a few mm of motion the tracker's noise would
+    decide: -1, wait for a frame that shows it. A cluster (several started
+    together): see :func:`_struck_in_cluster`, or, before the tip's stamp,
+    :func:`_struck_by_push`.
     """
     k = (st.fs[F_TRK_N] - 1) % HISTORY
+    biggest, moving = 0.0, 0
+    for b in range(16):
+        if st.moved[b, 2] >= since:
+            moving += 1
+            biggest = max(
+                biggest,
+                np.hypot(
+                    st.trk_xy[k, b, 0] - st.rest_xy[b, 0], st.trk_xy[k, b, 1] - st.rest_xy[b, 1]
+                ),
+            )
+    if biggest < SHOWN_MM:
+        return -1
+    if moving > 1 and st.fs[F_CUE_PENDING] and st.trk_t[k] > st.fs[F_CUE_T]:
+        return _struck_in_cluster(st, k, since)
+    return _struck_by_push(st, k, since)
+
+
+@njit(cache=True)
+def _struck_in_cluster(st, k, since):
+    """The ball whose stroke, played through the cluster, best gives frame k.
+
+    Candidates are the balls that moved and those touching them: a ball
+    struck straight into a touching neighbour passes nearly all of it on
+    and may never show as moving.
+    """
+    D = st.geo[G_D]
+    p = np.empty((16, 2))
+    on = np.zeros(16, np.bool_)
+    contacts = np.empty((PLAYED, 5))
+    best, best_e = -1, np.inf
+    for c in range(16):
+        if st.pend_snap[0, c, 2] == 0 or not st.trk_on[k, c]:
+            continue
+        near = st.moved[c, 2] >= since
+        for o in range(16):
+            if o != c and st.moved[o, 2] >= since and st.pend_snap[0, o, 2] > 0:
+                g = np.hypot(
+                    st.pend_snap[0, o, 0] - st.pend_snap[0, c, 0],
+                    st.pend_snap[0, o, 1] - st.pend_snap[0, c, 1],
+                )
+                near = near or g <= D + CASCADE_TOUCH_MM
+        if near:
+            e = _fitted(st, c, k, since, p, on, contacts)[1]
+            if e < best_e:
+                best, best_e = c, e
+    return best
+
+
+@njit(cache=True)
+def _struck_by_push(st, k, since):
+    """The ball that drove a touching neighbour away along their line of centres while itself
+    moving towards it; failing that, the one that moved most."""
     D = st.geo[G_D]
     best, best_d, pusher = -1, -1.0, False
     for b in range(16):
@@ -488,17 +554,7 @@ def _struck(st, since):
                 pushes = True
         if (pushes and not pusher) or (pushes == pusher and d > best_d):
             best, best_d, pusher = b, d, pushes
-    # under a few mm the tracker's noise would decide: wait for a frame that shows it
-    biggest = 0.0
-    for b in range(16):
-        if st.moved[b, 2] >= since:
-            biggest = max(
-                biggest,
-                np.hypot(
-                    st.trk_xy[k, b, 0] - st.rest_xy[b, 0], st.trk_xy[k, b, 1] - st.rest_xy[b, 1]
-                ),
-            )
-    return best if biggest >= SHOWN_MM else -1
+    return best
 
 
 @njit(cache=True)
@@ -565,14 +621,8 @@ def _cascade(st, xy, on, pen, reach):
                 g = np.hypot(dx, dy)
                 if g - D > CASCADE_TOUCH_MM or g <= 0.0:
                     continue
-                closing = ((v[i, 0] - v[j, 0]) * dx + (v[i, 1] - v[j, 1]) * dy) / g
-                if closing <= 1e-12:
+                if not collide(v, i, j, dx, dy, g):
                     continue
-                f = 0.5 * (1.0 + E_BALL) * closing / g
-                v[i, 0] -= f * dx
-                v[i, 1] -= f * dy
-                v[j, 0] += f * dx
-                v[j, 1] += f * dy
                 mv[j] = True
                 reach[min(i, j), max(i, j)] = True
                 hit = True
@@ -619,24 +669,166 @@ def _click(st, ev, nev, t, cx, cy, tracked):
                 if cost < best_s:
                     best_i, best_j, best_s = i, j, cost
     if best_i >= 0:
-        q = _held(st, best_i, best_j, t)
-        if q >= 0:  # the trajectories saw it too: the click gives the time
-            st.fs[F_DPEND_N] -= 1
-            st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
-        nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, best_i, best_j, 0, 0, 0, 0)
-        st.pair_t[best_i, best_j] = t
-        st.fs[F_LAST_ACT] = t
+        nev = _contact(st, ev, nev, t, best_i, best_j)
     return nev
 
 
 @njit(cache=True)
-def _release_click(st, ev, nev, now):
-    """A click held between shots that no tip contact claimed: judged at its own time."""
-    if st.fs[F_CLICK_HELD] and st.fs[F_CLICK_T] + CUE_GRACE_US < now:
-        st.fs[F_CLICK_HELD] = 0
-        nev = _click(
-            st, ev, nev, st.fs[F_CLICK_T], st.fs[F_CLICK_X], st.fs[F_CLICK_Y], _tracker_alive(st)
-        )
+def _contact(st, ev, nev, t, i, j):
+    """The click at t was pair (i, j): if the trajectories saw it too, the click gives the time."""
+    q = _held(st, i, j, t)
+    if q >= 0:
+        st.fs[F_DPEND_N] -= 1
+        st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
+    nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+    st.pair_t[i, j] = t
+    st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], t)
+    return nev
+
+
+@njit(cache=True)
+def _hold_click(st, ev, nev, t, x, y, tracked):
+    """A click before the struck ball is known waits for it (judged at once if none can wait)."""
+    h = st.fs[F_HCLICK_N]
+    if h >= HELD_CLICKS:
+        return _click(st, ev, nev, t, x, y, tracked)
+    st.hclick[h, 0], st.hclick[h, 1], st.hclick[h, 2] = t, x, y
+    st.fs[F_HCLICK_N] = h + 1
+    return nev
+
+
+@njit(cache=True)
+def _played(st, c, k, since, p, on, contacts, turn, scale):
+    """The layout at the tip contact played to tracker frame k as if the tip struck c.
+
+    The struck ball gets the momentum the frame shows (the moved balls'
+    displacements over the time since the tip; ball–ball collisions keep
+    it), turned by ``turn`` rad and scaled by ``scale``; ``p`` is left at
+    the frame's time. Returns the collisions; the misfit to the frame is
+    the sum of squared distances.
+    """
+    span = float(st.trk_t[k] - st.fs[F_CUE_T])
+    mx, my = 0.0, 0.0
+    for b in range(16):
+        p[b, 0], p[b, 1] = st.pend_snap[0, b, 0], st.pend_snap[0, b, 1]
+        on[b] = st.pend_snap[0, b, 2] > 0 and st.trk_on[k, b]
+        if on[b] and st.moved[b, 2] >= since:
+            mx += (st.trk_xy[k, b, 0] - p[b, 0]) / span
+            my += (st.trk_xy[k, b, 1] - p[b, 1]) / span
+    v = np.zeros((16, 2))
+    v[c, 0] = scale * (mx * np.cos(turn) - my * np.sin(turn))
+    v[c, 1] = scale * (mx * np.sin(turn) + my * np.cos(turn))
+    return play(
+        p,
+        on,
+        v,
+        st.geo[G_D],
+        span,
+        contacts,
+        c,
+        float(st.fs[F_CUE_DUR]),
+        CLICK_REPEAT_US,
+        CASCADE_TOUCH_MM,
+    )
+
+
+@njit(cache=True)
+def _misfit(st, k, p, on):
+    e = 0.0
+    for b in range(16):
+        if on[b]:
+            e += (p[b, 0] - st.trk_xy[k, b, 0]) ** 2 + (p[b, 1] - st.trk_xy[k, b, 1]) ** 2
+    return e
+
+
+@njit(cache=True)
+def _fitted(st, c, k, since, p, on, contacts):
+    """The stroke on c that best gives frame k, and its misfit (mm²).
+
+    Searched from the moved balls' momentum: the tip pushing on through a
+    frozen neighbour adds up to a stroke's worth (so the stroke is 0.4–1.2
+    of it), and the sum carries every ball's tracker noise (degrees off).
+    """
+    best_turn, best_scale, best_e = 0.0, 0.8, np.inf
+    step = FIT_STEP
+    for _ in range(3):
+        turn0, scale0 = best_turn, best_scale
+        for a in range(-4, 5):
+            for m in range(-4, 5):
+                turn, scale = turn0 + a * step, scale0 + m * step * 1.25
+                if scale <= 0.0:
+                    continue
+                _played(st, c, k, since, p, on, contacts, turn, scale)
+                e = _misfit(st, k, p, on)
+                if e < best_e:
+                    best_turn, best_scale, best_e = turn, scale, e
+        step /= 4
+    return _played(st, c, k, since, p, on, contacts, best_turn, best_scale), best_e
+
+
+@njit(cache=True)
+def _judge_held_clicks(st, ev, nev, c, tracked, count):
+    """The first ``count`` held clicks, now the struck ball c is known (-1: none, or never).
+
+    Each goes to the collision nearest it in time and place of the cluster
+    played from c (a frozen cluster struck by the tip: no ball moved before,
+    so nothing else tells which of its touching pairs clicked); one that
+    matches none is judged as any click.
+    """
+    n = count
+    k = (st.fs[F_TRK_N] - 1) % HISTORY
+    contacts = np.empty((PLAYED, 5))
+    m = 0
+    if c >= 0 and tracked and st.trk_t[k] > st.fs[F_CUE_T]:
+        p = np.empty((16, 2))
+        on = np.zeros(16, np.bool_)
+        m = _fitted(st, c, k, st.fs[F_CUE_T] - CUE_GRACE_US, p, on, contacts)[0]
+    # cheapest click–collision match first, one to one (a click's place is ±30 mm, its
+    # time µs-exact, a played collision's time as good as the stroke fitted)
+    cost = np.full((n, max(m, 1)), np.inf)
+    for h in range(n):
+        for q in range(m):
+            slack = PLAY_SLACK_US + PLAY_SLACK * contacts[q, 2]
+            late = abs(st.hclick[h, 0] - st.fs[F_CUE_T] - contacts[q, 2])
+            far = np.hypot(contacts[q, 3] - st.hclick[h, 1], contacts[q, 4] - st.hclick[h, 2])
+            if far <= CLICK_RADIUS_MM and late <= 3 * slack:
+                cost[h, q] = far / ACOUSTIC_SIGMA_MM + late / slack
+    pair = np.full(n, -1)
+    for _ in range(min(n, m)):
+        h, q = divmod(np.argmin(cost), cost.shape[1])
+        if cost[h, q] == np.inf:
+            break
+        pair[h] = q
+        cost[h, :] = np.inf
+        cost[:, q] = np.inf
+    for h in range(n):
+        t, x, y = st.hclick[h, 0], st.hclick[h, 1], st.hclick[h, 2]
+        if pair[h] >= 0:
+            i, j = int(contacts[pair[h], 0]), int(contacts[pair[h], 1])
+            nev = _contact(st, ev, nev, t, i, j)
+        else:
+            nev = _click(st, ev, nev, t, x, y, tracked)
+    left = st.fs[F_HCLICK_N] - n
+    for h in range(left):
+        st.hclick[h] = st.hclick[n + h]
+    st.fs[F_HCLICK_N] = left
+    return nev
+
+
+@njit(cache=True)
+def _release_held(st, ev, nev, now):
+    """Held clicks nobody will claim: between shots, those no tip contact can take any more
+    (judged at their own time); in a shot, all, once the struck ball was awaited too long."""
+    tracked = _tracker_alive(st)
+    if st.fs[F_IN_SHOT]:
+        if st.hclick[0, 0] + CLICK_HOLD_US < now:
+            nev = _judge_held_clicks(st, ev, nev, -1, tracked, st.fs[F_HCLICK_N])
+        return nev
+    old = 0
+    while old < st.fs[F_HCLICK_N] and st.hclick[old, 0] + CUE_GRACE_US < now:
+        old += 1
+    if old:
+        nev = _judge_held_clicks(st, ev, nev, -1, tracked, old)
     return nev
 
 
@@ -758,7 +950,7 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
             if not started[b]:
                 continue
             st.fs[F_MOVED] = 1
-            caused = False
+            caused = st.fs[F_HCLICK_N] > 0  # clicks since the tip contact will explain it
             for o in range(16):
                 lo, hi = min(b, o), max(b, o)
                 if o != b and st.pair_t[lo, hi] >= st.trk_t[p] - CAUSE_US:
@@ -797,7 +989,7 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
     # rest averages: a still ball's position, averaged to beat the tracker's noise
     for b in range(16):
         if st.trk_on[k, b] and not st.trk_mv[k, b]:
-            st.rest_n[b] = min(st.rest_n[b] + 1, 64)
+            st.rest_n[b] = min(st.rest_n[b] + 1, REST_AVERAGE_FRAMES)
             st.rest_xy[b, 0] += (st.trk_xy[k, b, 0] - st.rest_xy[b, 0]) / st.rest_n[b]
             st.rest_xy[b, 1] += (st.trk_xy[k, b, 1] - st.rest_xy[b, 1]) / st.rest_n[b]
         else:
@@ -883,8 +1075,8 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
             nev = _release_derived(st, ev, nev, t)
         if st.fs[F_MOVED_N]:
             nev = _release_moved(st, ev, nev, t)
-        if st.fs[F_CLICK_HELD]:
-            nev = _release_click(st, ev, nev, t)
+        if st.fs[F_HCLICK_N]:
+            nev = _release_held(st, ev, nev, t)
         st.fs[F_NOW] = max(st.fs[F_NOW], t)
         tracked = _tracker_alive(st)
         if mtype == T_TRACK:
@@ -935,17 +1127,12 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     )
                 nev = _emit(st, ev, nev, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
         elif mtype == T_CLICK:
-            if st.fs[F_CLICK_HELD]:
-                nev = _click(
-                    st, ev, nev, st.fs[F_CLICK_T], st.fs[F_CLICK_X], st.fs[F_CLICK_Y], tracked
-                )
-                st.fs[F_CLICK_HELD] = 0
-            if st.fs[F_IN_SHOT]:
+            if st.fs[F_IN_SHOT] and not st.fs[F_CUE_PENDING]:
                 nev = _click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
             else:
-                # between shots: a tip contact stamped just after may own it (frozen cue ball)
-                st.fs[F_CLICK_HELD] = 1
-                st.fs[F_CLICK_T], st.fs[F_CLICK_X], st.fs[F_CLICK_Y] = t, rw[BC_X], rw[BC_Y]
+                # the struck ball is not known yet, or between shots a tip contact stamped
+                # just after may own it (a cue ball frozen to others: a cluster struck)
+                nev = _hold_click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
         elif mtype == T_CUE:
             same_stroke = st.fs[F_IN_SHOT] and t - st.fs[F_FIRST_CUE_T] <= st.prm[PR_DOUBLE_HIT_US]
             if not same_stroke:
@@ -962,6 +1149,10 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                 st.fs[F_IN_SHOT] = 1
                 st.fs[F_FIRST_CUE_T] = t
                 st.fs[F_CUE_T] = t
+                st.fs[F_CUE_DUR] = rw[CUE_DUR]
+                # clicks held in the last CUE_GRACE_US are the sensors' jitter around the tip
+                # contact: part of the shot, from its start
+                st.hclick[: st.fs[F_HCLICK_N], 0] = t
                 st.fs[F_MOVED] = 0
                 st.fs[F_STILL_RUN] = 0
                 st.fs[F_SB_N] = 0
@@ -988,10 +1179,6 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, False)
             nev = _emit(st, ev, nev, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
             st.fs[F_LAST_ACT] = t
-            if st.fs[F_CLICK_HELD] and st.fs[F_CLICK_T] >= t - CUE_GRACE_US:
-                # within the sensors' jitter of the tip contact: part of the shot, from its start
-                nev = _click(st, ev, nev, t, st.fs[F_CLICK_X], st.fs[F_CLICK_Y], tracked)
-                st.fs[F_CLICK_HELD] = 0
         elif mtype == T_KEYPAD:
             nev = _emit(st, ev, nev, t, EV_KEYPAD, -1, rw[KP_KEY], rw[KP_ARG], 0, 0, 0)
         elif mtype == T_NODE_STATUS or mtype == NODE_SILENT or mtype == NODE_BACK:
@@ -1038,14 +1225,15 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
     nev, nsnap, npath = _quiet_end(st, ev, nev, upto, snaps, frozen, nsnap, paths, npath)
     nev = _release_derived(st, ev, nev, upto)
     nev = _release_moved(st, ev, nev, upto)
-    nev = _release_click(st, ev, nev, upto)
+    if st.fs[F_HCLICK_N]:
+        nev = _release_held(st, ev, nev, upto)
     st.fs[F_NOW] = max(st.fs[F_NOW], upto)
     # the earliest hub time a later emission may still carry
     safe = st.fs[F_NOW]
     for q in range(st.fs[F_DPEND_N]):
         safe = min(safe, st.dpend[q, 0])
-    if st.fs[F_CLICK_HELD]:
-        safe = min(safe, st.fs[F_CLICK_T])
+    if st.fs[F_HCLICK_N]:
+        safe = min(safe, st.hclick[0, 0])
     for b in range(16):
         if st.moved[b, 1] >= 0:
             safe = min(safe, st.moved[b, 0])
