@@ -16,10 +16,15 @@ from numba import njit
 
 E_BALL = 0.93  # ball–ball restitution
 PLAY_STEPS = 4096  # collisions followed at most (a cue pushing a row of touching balls)
+TOUCH_MM = 1.0  # resting balls this close touch (a rack's measured gaps are a few 0.1 mm)
+# two clicks of one pair more than this apart are two collisions (a frozen ball rebounding off its
+# cushion into the cue ball: item 20 note 2's "two separate collisions"); closer, one click
+MERGE_US = 1_000
+FIT_STEP = 0.08  # rad (and 1.25 × that of relative speed): the stroke fit's coarse grid
 MIN_CLOSING = 1e-6  # mm/µs: slower is not closing (the table's engine parts such a pair at this)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def collide(v: np.ndarray, i: int, j: int, dx: float, dy: float, g: float) -> bool:
     """Exchange the impulse of i meeting j, centres (dx, dy) apart (length g); False if they part."""
     closing = ((v[i, 0] - v[j, 0]) * dx + (v[i, 1] - v[j, 1]) * dy) / g
@@ -114,8 +119,75 @@ def play(
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _advance(p: np.ndarray, v: np.ndarray, dt: float) -> None:
     for i in range(16):
         p[i, 0] += v[i, 0] * dt
         p[i, 1] += v[i, 1] * dt
+
+
+@njit(cache=True)
+def _stroke(start, seen_on, mx, my, turn, scale, span, struck, D, drive_us, p, on, contacts):
+    """The layout ``start`` played for ``span`` µs after the tip gave ``struck`` the momentum
+    (mx, my) turned by ``turn`` rad and scaled by ``scale``; returns the collisions."""
+    v = np.zeros((16, 2))
+    for b in range(16):
+        p[b, 0], p[b, 1] = start[b, 0], start[b, 1]
+        on[b] = start[b, 2] > 0 and seen_on[b]
+    v[struck, 0] = scale * (mx * np.cos(turn) - my * np.sin(turn))
+    v[struck, 1] = scale * (mx * np.sin(turn) + my * np.cos(turn))
+    return play(p, on, v, D, span, contacts, struck, drive_us, MERGE_US, TOUCH_MM)
+
+
+@njit(cache=True)
+def fit_stroke(
+    start: np.ndarray,
+    seen_xy: np.ndarray,
+    seen_on: np.ndarray,
+    moved: np.ndarray,
+    span: float,
+    struck: int,
+    D: float,
+    drive_us: float,
+    p: np.ndarray,
+    contacts: np.ndarray,
+) -> tuple[int, float]:
+    """The stroke on ``struck`` whose play best gives a tracker frame: (collisions, misfit mm²).
+
+    ``start`` (16, 3) is the layout at the tip contact (x, y, on), the frame
+    ``span`` µs later shows ``seen_xy`` / ``seen_on``; the ``moved`` balls'
+    displacements give the momentum (ball–ball collisions keep it). The tip
+    pushing on through a frozen neighbour adds up to a stroke's worth, so the
+    stroke is 0.4–1.2 of it, and the sum carries every ball's tracker noise
+    (degrees off): direction and size are searched, coarse to fine. ``p``
+    and ``contacts`` are left as the best stroke played them.
+    """
+    mx, my = 0.0, 0.0
+    for b in range(16):
+        if start[b, 2] > 0 and seen_on[b] and moved[b]:
+            mx += (seen_xy[b, 0] - start[b, 0]) / span
+            my += (seen_xy[b, 1] - start[b, 1]) / span
+    on = np.zeros(16, np.bool_)
+    best_turn, best_scale, best_e = 0.0, 0.8, np.inf
+    step = FIT_STEP
+    for _ in range(3):
+        turn0, scale0 = best_turn, best_scale
+        for a in range(-4, 5):
+            for m in range(-4, 5):
+                turn, scale = turn0 + a * step, scale0 + m * step * 1.25
+                if scale <= 0.0:
+                    continue
+                _stroke(
+                    start, seen_on, mx, my, turn, scale, span, struck, D, drive_us, p, on, contacts
+                )
+                e = 0.0
+                for b in range(16):
+                    if on[b]:
+                        e += (p[b, 0] - seen_xy[b, 0]) ** 2 + (p[b, 1] - seen_xy[b, 1]) ** 2
+                if e < best_e:
+                    best_turn, best_scale, best_e = turn, scale, e
+        step /= 4
+    n = _stroke(
+        start, seen_on, mx, my, best_turn, best_scale, span, struck, D, drive_us, p, on, contacts
+    )
+    return n, best_e

@@ -70,7 +70,7 @@ from .geometry import (
     nearest_ball,
     pocket_xy,
 )
-from .impulse import collide, play
+from .impulse import MERGE_US, TOUCH_MM, collide, fit_stroke
 from .paths import PATH_TOLERANCE_MM, simplify
 
 # Event type codes, in the order events of the same hub time are written
@@ -109,7 +109,11 @@ O_T, O_TYPE, O_SEQ, O_SHOT, O_BALL, O_A, O_B, O_C, O_D, O_E, O_SNAP, O_PATH0, O_
     range(14)
 )
 N_OUT = 14
-FLAG_CERTAIN, FLAG_INTERRUPTED = 1, 2
+FLAG_CERTAIN, FLAG_INTERRUPTED = np.int64(1), np.int64(2)
+# Arguments as numpy scalars, not Python literals: numba compiles a function once per literal
+# value it is called with (a cold compile took half as long again)
+NO_BALL, NO_FLAGS = np.int64(-1), np.int64(0)
+TRACKED, UNTRACKED = np.bool_(True), np.bool_(False)
 STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
 
 # Scalar state
@@ -186,13 +190,10 @@ CLICK_WAIT_US = 10_000  # a contact seen in the trajectories waits this long for
 # a tracker frame may show the struck ball moving this long before the tip's stamp
 CUE_GRACE_US = 3_000
 CAUSE_US = 40_000  # a contact this recent explains a ball starting to move
-# two clicks of one pair this far apart are two collisions (a frozen ball rebounding off its
-# cushion into the cue ball: item 20 note 2's "two separate collisions")
-CLICK_REPEAT_US = 1_000
+CLICK_REPEAT_US = MERGE_US  # two clicks of one pair further apart are two collisions
 SHOWN_MM = 3.0  # how far the struck ball must have moved before the tracker can tell which it was
 # a moving ball this close (along its path) to a resting cluster is about to drive into it
 CASCADE_REACH_MM = 30.0
-CASCADE_TOUCH_MM = 1.0  # resting balls this close pass an impulse on (the rack is 0.1 mm)
 CASCADE_STEPS = 128
 HELD_CONTACTS = 64
 HELD_CLICKS = 32
@@ -206,7 +207,6 @@ PLAY_SLACK = 0.25
 # a still ball's position is the mean of this many frames (0.7 mm noise each: 0.05 mm): the
 # 0.1–0.5 mm gaps of a leftover cluster then time its collisions when the tip strikes it
 REST_AVERAGE_FRAMES = 256
-FIT_STEP = 0.08  # rad (and 1.25 × that of relative speed): the stroke fit's coarse grid
 
 
 class FusionArrays(NamedTuple):
@@ -477,14 +477,20 @@ def _struck(st, since):
 
     One ball: that one. Under a few mm of motion the tracker's noise would
     decide: -1, wait for a frame that shows it. A cluster (several started
-    together): see :func:`_struck_in_cluster`, or, before the tip's stamp,
-    :func:`_struck_by_push`.
+    together) after the tip's stamp: the ball whose stroke, played through
+    the cluster, best gives the frame; the candidates are the balls that
+    moved and those touching them (a ball struck straight into a touching
+    neighbour passes nearly all of it on and may never show as moving).
+    In a frame before the stamp (its jitter): the ball that drove a touching
+    neighbour away along their line of centres while itself moving towards
+    it; failing that, the one that moved most.
     """
     k = (st.fs[F_TRK_N] - 1) % HISTORY
-    biggest, moving = 0.0, 0
+    D = st.geo[G_D]
+    moved = st.moved[:, 2] >= since
+    biggest = 0.0
     for b in range(16):
-        if st.moved[b, 2] >= since:
-            moving += 1
+        if moved[b]:
             biggest = max(
                 biggest,
                 np.hypot(
@@ -493,56 +499,44 @@ def _struck(st, since):
             )
     if biggest < SHOWN_MM:
         return -1
-    if moving > 1 and st.fs[F_CUE_PENDING] and st.trk_t[k] > st.fs[F_CUE_T]:
-        return _struck_in_cluster(st, k, since)
-    return _struck_by_push(st, k, since)
-
-
-@njit(cache=True)
-def _struck_in_cluster(st, k, since):
-    """The ball whose stroke, played through the cluster, best gives frame k.
-
-    Candidates are the balls that moved and those touching them: a ball
-    struck straight into a touching neighbour passes nearly all of it on
-    and may never show as moving.
-    """
-    D = st.geo[G_D]
-    p = np.empty((16, 2))
-    on = np.zeros(16, np.bool_)
-    contacts = np.empty((PLAYED, 5))
-    best, best_e = -1, np.inf
-    for c in range(16):
-        if st.pend_snap[0, c, 2] == 0 or not st.trk_on[k, c]:
-            continue
-        near = st.moved[c, 2] >= since
-        for o in range(16):
-            if o != c and st.moved[o, 2] >= since and st.pend_snap[0, o, 2] > 0:
-                g = np.hypot(
-                    st.pend_snap[0, o, 0] - st.pend_snap[0, c, 0],
-                    st.pend_snap[0, o, 1] - st.pend_snap[0, c, 1],
-                )
-                near = near or g <= D + CASCADE_TOUCH_MM
-        if near:
-            e = _fitted(st, c, k, since, p, on, contacts)[1]
+    best = -1
+    if moved.sum() > 1 and st.fs[F_CUE_PENDING] and st.trk_t[k] > st.fs[F_CUE_T]:
+        start = st.pend_snap[0]
+        p = np.empty((16, 2))
+        contacts = np.empty((PLAYED, 5))
+        best_e = np.inf
+        for c in range(16):
+            near = moved[c]
+            for o in range(16):
+                if moved[o] and o != c and start[o, 2] > 0:
+                    g = np.hypot(start[o, 0] - start[c, 0], start[o, 1] - start[c, 1])
+                    near = near or g <= D + TOUCH_MM
+            if not near or start[c, 2] == 0 or not st.trk_on[k, c]:
+                continue
+            e = fit_stroke(
+                start,
+                st.trk_xy[k],
+                st.trk_on[k],
+                moved,
+                float(st.trk_t[k] - st.fs[F_CUE_T]),
+                c,
+                D,
+                float(st.fs[F_CUE_DUR]),
+                p,
+                contacts,
+            )[1]
             if e < best_e:
                 best, best_e = c, e
-    return best
-
-
-@njit(cache=True)
-def _struck_by_push(st, k, since):
-    """The ball that drove a touching neighbour away along their line of centres while itself
-    moving towards it; failing that, the one that moved most."""
-    D = st.geo[G_D]
-    best, best_d, pusher = -1, -1.0, False
+        return best
+    best_d, pusher = -1.0, False
     for b in range(16):
-        if st.moved[b, 2] < since:
+        if not moved[b]:
             continue
         dbx, dby = st.trk_xy[k, b, 0] - st.rest_xy[b, 0], st.trk_xy[k, b, 1] - st.rest_xy[b, 1]
         d = np.hypot(dbx, dby)
         pushes = False
         for o in range(16):
-            if o == b or st.moved[o, 2] < since:
+            if o == b or not moved[o]:
                 continue
             ux, uy = st.rest_xy[o, 0] - st.rest_xy[b, 0], st.rest_xy[o, 1] - st.rest_xy[b, 1]
             gap = np.hypot(ux, uy)
@@ -619,7 +613,7 @@ def _cascade(st, xy, on, pen, reach):
                     continue
                 dx, dy = p[j, 0] - p[i, 0], p[j, 1] - p[i, 1]
                 g = np.hypot(dx, dy)
-                if g - D > CASCADE_TOUCH_MM or g <= 0.0:
+                if g - D > TOUCH_MM or g <= 0.0:
                     continue
                 if not collide(v, i, j, dx, dy, g):
                     continue
@@ -687,86 +681,6 @@ def _contact(st, ev, nev, t, i, j):
 
 
 @njit(cache=True)
-def _hold_click(st, ev, nev, t, x, y, tracked):
-    """A click before the struck ball is known waits for it (judged at once if none can wait)."""
-    h = st.fs[F_HCLICK_N]
-    if h >= HELD_CLICKS:
-        return _click(st, ev, nev, t, x, y, tracked)
-    st.hclick[h, 0], st.hclick[h, 1], st.hclick[h, 2] = t, x, y
-    st.fs[F_HCLICK_N] = h + 1
-    return nev
-
-
-@njit(cache=True)
-def _played(st, c, k, since, p, on, contacts, turn, scale):
-    """The layout at the tip contact played to tracker frame k as if the tip struck c.
-
-    The struck ball gets the momentum the frame shows (the moved balls'
-    displacements over the time since the tip; ball–ball collisions keep
-    it), turned by ``turn`` rad and scaled by ``scale``; ``p`` is left at
-    the frame's time. Returns the collisions; the misfit to the frame is
-    the sum of squared distances.
-    """
-    span = float(st.trk_t[k] - st.fs[F_CUE_T])
-    mx, my = 0.0, 0.0
-    for b in range(16):
-        p[b, 0], p[b, 1] = st.pend_snap[0, b, 0], st.pend_snap[0, b, 1]
-        on[b] = st.pend_snap[0, b, 2] > 0 and st.trk_on[k, b]
-        if on[b] and st.moved[b, 2] >= since:
-            mx += (st.trk_xy[k, b, 0] - p[b, 0]) / span
-            my += (st.trk_xy[k, b, 1] - p[b, 1]) / span
-    v = np.zeros((16, 2))
-    v[c, 0] = scale * (mx * np.cos(turn) - my * np.sin(turn))
-    v[c, 1] = scale * (mx * np.sin(turn) + my * np.cos(turn))
-    return play(
-        p,
-        on,
-        v,
-        st.geo[G_D],
-        span,
-        contacts,
-        c,
-        float(st.fs[F_CUE_DUR]),
-        CLICK_REPEAT_US,
-        CASCADE_TOUCH_MM,
-    )
-
-
-@njit(cache=True)
-def _misfit(st, k, p, on):
-    e = 0.0
-    for b in range(16):
-        if on[b]:
-            e += (p[b, 0] - st.trk_xy[k, b, 0]) ** 2 + (p[b, 1] - st.trk_xy[k, b, 1]) ** 2
-    return e
-
-
-@njit(cache=True)
-def _fitted(st, c, k, since, p, on, contacts):
-    """The stroke on c that best gives frame k, and its misfit (mm²).
-
-    Searched from the moved balls' momentum: the tip pushing on through a
-    frozen neighbour adds up to a stroke's worth (so the stroke is 0.4–1.2
-    of it), and the sum carries every ball's tracker noise (degrees off).
-    """
-    best_turn, best_scale, best_e = 0.0, 0.8, np.inf
-    step = FIT_STEP
-    for _ in range(3):
-        turn0, scale0 = best_turn, best_scale
-        for a in range(-4, 5):
-            for m in range(-4, 5):
-                turn, scale = turn0 + a * step, scale0 + m * step * 1.25
-                if scale <= 0.0:
-                    continue
-                _played(st, c, k, since, p, on, contacts, turn, scale)
-                e = _misfit(st, k, p, on)
-                if e < best_e:
-                    best_turn, best_scale, best_e = turn, scale, e
-        step /= 4
-    return _played(st, c, k, since, p, on, contacts, best_turn, best_scale), best_e
-
-
-@njit(cache=True)
 def _judge_held_clicks(st, ev, nev, c, tracked, count):
     """The first ``count`` held clicks, now the struck ball c is known (-1: none, or never).
 
@@ -780,9 +694,18 @@ def _judge_held_clicks(st, ev, nev, c, tracked, count):
     contacts = np.empty((PLAYED, 5))
     m = 0
     if c >= 0 and tracked and st.trk_t[k] > st.fs[F_CUE_T]:
-        p = np.empty((16, 2))
-        on = np.zeros(16, np.bool_)
-        m = _fitted(st, c, k, st.fs[F_CUE_T] - CUE_GRACE_US, p, on, contacts)[0]
+        m = fit_stroke(
+            st.pend_snap[0],
+            st.trk_xy[k],
+            st.trk_on[k],
+            st.moved[:, 2] >= st.fs[F_CUE_T] - CUE_GRACE_US,
+            float(st.trk_t[k] - st.fs[F_CUE_T]),
+            c,
+            st.geo[G_D],
+            float(st.fs[F_CUE_DUR]),
+            np.empty((16, 2)),
+            contacts,
+        )[0]
     # cheapest click–collision match first, one to one (a click's place is ±30 mm, its
     # time µs-exact, a played collision's time as good as the stroke fitted)
     cost = np.full((n, max(m, 1)), np.inf)
@@ -822,13 +745,13 @@ def _release_held(st, ev, nev, now):
     tracked = _tracker_alive(st)
     if st.fs[F_IN_SHOT]:
         if st.hclick[0, 0] + CLICK_HOLD_US < now:
-            nev = _judge_held_clicks(st, ev, nev, -1, tracked, st.fs[F_HCLICK_N])
+            nev = _judge_held_clicks(st, ev, nev, NO_BALL, tracked, st.fs[F_HCLICK_N])
         return nev
     old = 0
     while old < st.fs[F_HCLICK_N] and st.hclick[old, 0] + CUE_GRACE_US < now:
         old += 1
     if old:
-        nev = _judge_held_clicks(st, ev, nev, -1, tracked, old)
+        nev = _judge_held_clicks(st, ev, nev, NO_BALL, tracked, old)
     return nev
 
 
@@ -944,7 +867,7 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
             if best >= 0:
                 started[best] = False
                 st.moved[best, 1] = -1
-                nev, nsnap = _start_shot_event(st, ev, nev, best, snaps, frozen, nsnap, True)
+                nev, nsnap = _start_shot_event(st, ev, nev, best, snaps, frozen, nsnap, TRACKED)
         # other balls that start moving: hit by a neighbour, or moved by hand (item 17)
         for b in range(16):
             if not started[b]:
@@ -985,7 +908,7 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
                 if not st.fs[F_IN_SHOT]:
                     st.fs[F_DIRTY] = 1
     if st.fs[F_CUE_PENDING] and t > st.fs[F_CUE_T] + st.prm[PR_CUE_WAIT_US]:
-        nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, True)
+        nev, nsnap = _start_shot_event(st, ev, nev, NO_BALL, snaps, frozen, nsnap, TRACKED)
     # rest averages: a still ball's position, averaged to beat the tracker's noise
     for b in range(16):
         if st.trk_on[k, b] and not st.trk_mv[k, b]:
@@ -1023,7 +946,7 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
                     nsnap,
                     paths,
                     npath,
-                    True,
+                    TRACKED,
                 )
         elif (
             not st.fs[F_IN_SHOT] and st.fs[F_STILL_RUN] >= st.prm[PR_REST_FRAMES] and st.fs[F_DIRTY]
@@ -1042,9 +965,11 @@ def _quiet_end(st, ev, nev, upto, snaps, frozen, nsnap, paths, npath):
         deadline = st.fs[F_LAST_ACT] + st.prm[PR_QUIET_US]
         if deadline <= upto:
             if st.fs[F_CUE_PENDING]:
-                nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, False)
+                nev, nsnap = _start_shot_event(
+                    st, ev, nev, NO_BALL, snaps, frozen, nsnap, UNTRACKED
+                )
             nev, nsnap, npath = _end_shot(
-                st, ev, nev, deadline, 0, snaps, frozen, nsnap, paths, npath, False
+                st, ev, nev, deadline, NO_FLAGS, snaps, frozen, nsnap, paths, npath, UNTRACKED
             )
     return nev, nsnap, npath
 
@@ -1057,9 +982,9 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
     past the store): the timeline's release order, without copying rows.
     """
     n_store = len(store)
-    nev = 0
-    nsnap = 0
-    npath = 0
+    nev = np.int64(0)  # not a literal 0: see NO_BALL
+    nsnap = np.int64(0)
+    npath = np.int64(0)
     xy = np.empty((16, 2))
     on = np.zeros(16, np.bool_)
     pen = np.empty(16)
@@ -1132,16 +1057,21 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
             else:
                 # the struck ball is not known yet, or between shots a tip contact stamped
                 # just after may own it (a cue ball frozen to others: a cluster struck)
-                nev = _hold_click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
+                h = st.fs[F_HCLICK_N]
+                if h < HELD_CLICKS:
+                    st.hclick[h, 0], st.hclick[h, 1], st.hclick[h, 2] = t, rw[BC_X], rw[BC_Y]
+                    st.fs[F_HCLICK_N] = h + 1
+                else:  # none can wait: judged at once
+                    nev = _click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
         elif mtype == T_CUE:
             same_stroke = st.fs[F_IN_SHOT] and t - st.fs[F_FIRST_CUE_T] <= st.prm[PR_DOUBLE_HIT_US]
             if not same_stroke:
                 if st.fs[F_IN_SHOT]:
                     if st.fs[F_CUE_PENDING]:
                         nev, nsnap = _start_shot_event(
-                            st, ev, nev, -1, snaps, frozen, nsnap, tracked
+                            st, ev, nev, NO_BALL, snaps, frozen, nsnap, tracked
                         )
-                    flags = FLAG_CERTAIN | FLAG_INTERRUPTED if tracked else 0
+                    flags = FLAG_CERTAIN | FLAG_INTERRUPTED if tracked else NO_FLAGS
                     nev, nsnap, npath = _end_shot(
                         st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, tracked
                     )
@@ -1165,7 +1095,7 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     if early >= 0:
                         st.moved[early, 1] = -1
                         nev, nsnap = _start_shot_event(
-                            st, ev, nev, early, snaps, frozen, nsnap, True
+                            st, ev, nev, early, snaps, frozen, nsnap, TRACKED
                         )
                     k = (st.fs[F_TRK_N] - 1) % HISTORY
                     st.sb_t[0] = st.trk_t[k]
@@ -1176,7 +1106,9 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                         st.sb_mv[0, b] = 0
                     st.fs[F_SB_N] = 1
                 else:
-                    nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, False)
+                    nev, nsnap = _start_shot_event(
+                        st, ev, nev, NO_BALL, snaps, frozen, nsnap, UNTRACKED
+                    )
             nev = _emit(st, ev, nev, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
             st.fs[F_LAST_ACT] = t
         elif mtype == T_KEYPAD:
@@ -1197,9 +1129,11 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
         elif mtype == T_HELLO:
             if st.fs[F_IN_SHOT]:
                 if st.fs[F_CUE_PENDING]:
-                    nev, nsnap = _start_shot_event(st, ev, nev, -1, snaps, frozen, nsnap, tracked)
+                    nev, nsnap = _start_shot_event(
+                        st, ev, nev, NO_BALL, snaps, frozen, nsnap, tracked
+                    )
                 nev, nsnap, npath = _end_shot(
-                    st, ev, nev, t, 0, snaps, frozen, nsnap, paths, npath, False
+                    st, ev, nev, t, NO_FLAGS, snaps, frozen, nsnap, paths, npath, UNTRACKED
                 )
             st.fs[F_PRESENT] = rw[H_PRESENT] | 1
             st.fs[F_DOWN] = 0
