@@ -23,6 +23,10 @@ Decisions, in the order ICD §7 and RULES.md force them:
   names only a pair the impulse, followed from the mover along the lines of
   centres, closes on each other (a rack break: the same microsecond for
   every contact, and the click's 30 mm error spans neighbouring pairs).
+  A cluster struck by the tip has no mover to follow: its clicks wait for
+  the first tracker frame that shows the motion, the stroke is played
+  forward (:mod:`.impulse`) from each candidate struck ball and fitted to
+  that frame, and the clicks go to the best play's collisions.
 * **Line crossings** come from the curtain; without it, from a ball centre
   changing side of x = L/2 or L/4 between two frames (time interpolated).
 * **Shots**: a tip contact starts one (``cue_ball`` = the ball that starts
