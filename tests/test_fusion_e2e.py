@@ -50,11 +50,15 @@ def test_events_are_in_hub_time_order_and_every_kind_is_there():
     assert all(e["certain"] for e in ends) and any(e["paths"] for e in ends)
 
 
-def test_order_and_attribution_against_the_truth(capsys):
-    _, truth = played(10.0, 5, faults="reboot@300")
-    scores, far, close, bad = score(fused(10.0, 5, faults="reboot@300"), truth)
+@pytest.mark.parametrize(
+    ("minutes", "seed", "faults"),
+    [(10.0, 5, "reboot@300"), (60.0, 1, "")],  # the bar is the hour
+)
+def test_order_and_attribution_against_the_truth(minutes, seed, faults, capsys):
+    _, truth = played(minutes, seed, faults=faults)
+    scores, far, close, bad = score(fused(minutes, seed, faults=faults), truth)
     with capsys.disabled():
-        print("\nfusion vs truth (10 min, full sensors, wrap + reboot):")
+        print(f"\nfusion vs truth ({minutes:g} min, full sensors, wrap {faults}):")
         print("\n".join(f"  {s}" for s in scores))
         print(f"  order agreement: > 1 ms apart {far:.4%}, closer {close:.2%}")
     by = {s.kind: s for s in scores}
