@@ -13,7 +13,9 @@ from firmware_host.fusion.stream import EventStream, events_from_capture
 from firmware_host.virtual_table.capture import truth_lines
 from firmware_host.virtual_table.faults import FaultPlan
 from firmware_host.virtual_table.hub import HubConfig, build_wire
+from firmware_host.virtual_table.physics_truth import Shot, Timeline
 from firmware_host.virtual_table.scenarios import random_match
+from firmware_host.virtual_table.truth import MatchTruth
 from protocol.decoder import StreamDecoder
 
 
@@ -93,9 +95,25 @@ def test_live_in_random_chunks_gives_the_batch_events(seed):
     assert live == events_from_capture(data)
 
 
-def test_live_events_come_out_soon_after_they_happen(capsys):
+def rack_struck_by_the_tip() -> MatchTruth:
+    """Its clicks wait for the tracker frame that shows which ball the tip struck."""
+    tl = Timeline(name="rack struck by the tip")
+    tl.wait(1.0)
+    tl.rack(15)
+    tl.rest()
+    tl.shot(Shot(11, 150.0, 1.5), pause_s=2.0)
+    tl.wait(2.0)
+    return tl.truth()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: random_match(seed=9, minutes=2.0), rack_struck_by_the_tip],
+    ids=["match", "rack"],
+)
+def test_live_events_come_out_soon_after_they_happen(make, capsys):
     """One chunk per frame as the hub sends it, a tick every 5 ms: how long after its hub time is each event out?"""
-    match = random_match(seed=9, minutes=2.0)
+    match = make()
     wire = build_wire(match, HubConfig(sensors="full", seed=9))
     sent = wire.truth[wire.truth["offset"] >= 0]
     data = b"".join(wire.chunks)

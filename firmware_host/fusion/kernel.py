@@ -201,8 +201,10 @@ CASCADE_REACH_MM = 30.0
 CASCADE_STEPS = 128
 HELD_CONTACTS = 64
 HELD_CLICKS = 32
-# a click in the shot's first milliseconds waits this long at most for the struck ball
-CLICK_HOLD_US = 20_000
+# a click in the shot's first milliseconds waits this long at most for the struck ball: the
+# frame after the one a 0.4 m/s stroke shows in, and with the timeline's ~35 ms still out
+# within the 50 ms live bound
+CLICK_HOLD_US = 12_000
 PLAYED = 64  # collisions of a struck cluster matched to its clicks
 ACOUSTIC_SIGMA_MM = 30.0
 # a played collision's time is as good as the struck ball's speed, taken from its frame
