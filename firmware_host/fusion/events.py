@@ -87,6 +87,7 @@ def fusion_arrays(params: FusionParams, table: Table) -> k.FusionArrays:
         sb_mv=np.zeros((k.SHOT_FRAMES, 16), np.uint8),
         dpend=np.zeros((k.HELD_CONTACTS, 3), np.int64),
         hclick=np.zeros((k.HELD_CLICKS, 3), np.int64),
+        played=np.zeros((k.PLAYED, 5)),
         moved=np.full((16, 3), -1, np.int64),
         scratch_b=np.zeros(16, np.bool_),
         scratch_v=np.zeros((16, 2)),

@@ -144,8 +144,9 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
     F_MOVED_N,  # ball_moved decisions may be waiting (recounted when released)
     F_HCLICK_N,  # clicks held for a tip contact that may claim them, or for the struck ball
     F_CUE_DUR,  # the shot's tip contact lasted this long (µs): it pushes on through a ball met then
-) = range(22)
-N_F = 22
+    F_PLAYED_N,  # collisions in ``played`` for the struck ball just chosen (0: none played)
+) = range(23)
+N_F = 23
 # Parameters
 (
     PR_DEBOUNCE_US,
@@ -237,6 +238,7 @@ class FusionArrays(NamedTuple):
     sb_mv: np.ndarray  # moving
     dpend: np.ndarray  # trajectory contacts waiting for their click: time, ball, ball
     hclick: np.ndarray  # (HELD_CLICKS, 3) clicks waiting (F_HCLICK_N): time, x, y
+    played: np.ndarray  # (PLAYED, 5) the struck ball's stroke played forward (impulse.play)
     moved: (
         np.ndarray
     )  # (16, 3) ball_moved waiting for a tip contact: event time, frame time; last start
@@ -503,12 +505,13 @@ def _struck(st, since):
                     st.trk_xy[k, b, 0] - st.rest_xy[b, 0], st.trk_xy[k, b, 1] - st.rest_xy[b, 1]
                 ),
             )
+    st.fs[F_PLAYED_N] = 0
     if biggest < SHOWN_MM:
         return -1
     best = -1
-    if moved.sum() > 1 and st.fs[F_CUE_PENDING] and st.trk_t[k] > st.fs[F_CUE_T]:
+    after_tip = st.fs[F_CUE_PENDING] and st.trk_t[k] > st.fs[F_CUE_T]
+    if moved.sum() > 1 and after_tip:
         start = st.pend_snap[0]
-        p = np.empty((16, 2))
         contacts = np.empty((PLAYED, 5))
         best_e = np.inf
         for c in range(16):
@@ -519,20 +522,11 @@ def _struck(st, since):
                     near = near or g <= D + TOUCH_MM
             if not near or start[c, 2] == 0 or not st.trk_on[k, c]:
                 continue
-            e = fit_stroke(
-                start,
-                st.trk_xy[k],
-                st.trk_on[k],
-                moved,
-                float(st.trk_t[k] - st.fs[F_CUE_T]),
-                c,
-                D,
-                float(st.fs[F_CUE_DUR]),
-                p,
-                contacts,
-            )[1]
+            n, e = _fit(st, k, moved, c, contacts)
             if e < best_e:
                 best, best_e = c, e
+                st.played[:] = contacts  # kept for the held clicks: not played again
+                st.fs[F_PLAYED_N] = n
         return best
     best_d, pusher = -1.0, False
     for b in range(16):
@@ -554,7 +548,26 @@ def _struck(st, since):
                 pushes = True
         if (pushes and not pusher) or (pushes == pusher and d > best_d):
             best, best_d, pusher = b, d, pushes
+    if best >= 0 and after_tip and st.fs[F_HCLICK_N]:
+        st.fs[F_PLAYED_N] = _fit(st, k, moved, best, st.played)[0]
     return best
+
+
+@njit(cache=True)
+def _fit(st, k, moved, c, contacts):
+    """The stroke on c fitted to tracker frame k (:func:`.impulse.fit_stroke`)."""
+    return fit_stroke(
+        st.pend_snap[0],
+        st.trk_xy[k],
+        st.trk_on[k],
+        moved,
+        float(st.trk_t[k] - st.fs[F_CUE_T]),
+        c,
+        st.geo[G_D],
+        float(st.fs[F_CUE_DUR]),
+        np.empty((16, 2)),
+        contacts,
+    )
 
 
 @njit(cache=True)
@@ -691,27 +704,14 @@ def _judge_held_clicks(st, ev, nev, c, tracked, count):
     """The first ``count`` held clicks, now the struck ball c is known (-1: none, or never).
 
     Each goes to the collision nearest it in time and place of the cluster
-    played from c (a frozen cluster struck by the tip: no ball moved before,
-    so nothing else tells which of its touching pairs clicked); one that
-    matches none is judged as any click.
+    played from c when :func:`_struck` chose it (a frozen cluster struck by
+    the tip: no ball moved before, so nothing else tells which of its
+    touching pairs clicked); one that matches none is judged as any click.
     """
     n = count
-    k = (st.fs[F_TRK_N] - 1) % HISTORY
-    contacts = np.empty((PLAYED, 5))
-    m = 0
-    if c >= 0 and tracked and st.trk_t[k] > st.fs[F_CUE_T]:
-        m = fit_stroke(
-            st.pend_snap[0],
-            st.trk_xy[k],
-            st.trk_on[k],
-            st.moved[:, 2] >= st.fs[F_CUE_T] - CUE_GRACE_US,
-            float(st.trk_t[k] - st.fs[F_CUE_T]),
-            c,
-            st.geo[G_D],
-            float(st.fs[F_CUE_DUR]),
-            np.empty((16, 2)),
-            contacts,
-        )[0]
+    contacts = st.played
+    m = st.fs[F_PLAYED_N] if c >= 0 and tracked else 0
+    st.fs[F_PLAYED_N] = 0
     # cheapest click–collision match first, one to one (a click's place is ±30 mm, its
     # time µs-exact, a played collision's time as good as the stroke fitted)
     cost = np.full((n, max(m, 1)), np.inf)
