@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 
 from firmware_host.timing.rows import C_TRACK, to_rows
-from firmware_host.timing.timeline import RELEASED_TYPES, Timeline, TimelineParams
+from firmware_host.timing.timeline import CLOCK_TYPES, RELEASED_TYPES, Timeline, TimelineParams
 from protocol.decoder import Decoded, decode_capture
 from protocol.geometry import DEFAULT_TABLE, Table
 
 from .events import Fusion, FusionParams
 
-ROW_TYPES = frozenset((*RELEASED_TYPES, "CLOCK_SYNC"))
+ROW_TYPES = frozenset((*RELEASED_TYPES, *CLOCK_TYPES))
 BATCH_ROWS = 1 << 18  # rows per slice on the batch path: bounded memory for any capture
 
 
@@ -39,7 +39,7 @@ class EventStream:
         fusion: FusionParams | None = None,
         table: Table = DEFAULT_TABLE,
     ) -> None:
-        self.timeline = Timeline(timeline)
+        self.timeline = Timeline(timeline, table)
         self.fusion = Fusion(fusion, table)
 
     def feed(self, decoded: Decoded, host_rx_ns: int | None = None) -> list[dict[str, Any]]:

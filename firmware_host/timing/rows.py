@@ -31,18 +31,19 @@ from protocol.layout import layout
     C_HUB,  # hub time (µs), unwrapped, continuous across epochs
     C_UNC,  # mapping uncertainty, µs (rounded up)
     C_EPOCH,  # hub boot epoch, 0 = before the first HELLO
-    C_STATE,  # 0 new, 1 waiting for its node's first sync, 2 mapped
+    C_STATE,  # 0 new, 1 waiting for its node's first sync, 2 mapped, 3 held as implausible
     C_ARRIVE,  # hub time the timeline had reached when the row arrived
 ) = range(14)
 P0 = 14
 N_PAYLOAD = 10  # HELLO has the most scalar fields
 N_COLS = P0 + N_PAYLOAD
 
-NEW, UNSYNCED, MAPPED = 0, 1, 2
+NEW, UNSYNCED, MAPPED, HELD = 0, 1, 2, 3
 
 # Rows the timeline itself makes (msg_type values no wire frame uses).
 NODE_SILENT = 0xF0  # P0 = node: no frame about it for the silence bound
 NODE_BACK = 0xF1  # P0 = node: frames about it again
+CLOCK_STEP = 0xF2  # P0 = node, P1 = step (µs): its clock stepped and was resynced
 
 TRACK_FIELDS = ("ball", "state", "x", "y")
 TRACK_ITEM = 6  # bytes per ball in a BALL_TRACK item

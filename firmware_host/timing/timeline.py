@@ -29,9 +29,13 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+
+from protocol.catalogue import NODE_NAMES
+from protocol.geometry import DEFAULT_TABLE, Table
 
 from . import clock_model as cm
 from .rows import (
@@ -47,14 +51,18 @@ from .rows import (
     C_TRAW,
     C_TYPE,
     C_UNC,
+    CLOCK_STEP,
+    HELD,
     MAPPED,
     N_COLS,
+    NEW,
     NODE_BACK,
     NODE_SILENT,
     P0,
     TRACK_ITEM,
     UNSYNCED,
     col,
+    cols,
     type_of,
 )
 from .unwrap import unwrap_step
@@ -71,22 +79,69 @@ from .unwrap import unwrap_step
     S_REFUSED_SYNC,
     S_HELLO,
     S_UPTO,
-) = range(10)
-N_STATE = 10
+    S_HUB_NOW,  # hub time of the newest accepted hub frame: the reference "now"
+    S_FIRST_HUB,  # hub time of the first hub frame heard (-1: none yet)
+    S_BOOTED,  # a boot (a HELLO, or one inferred) has been released
+    S_OUTLIERS,  # frames held as implausible, then dropped
+    S_STRAY_HELLO,  # HELLOs with a new boot_id whose hub clock and seq ran on
+    S_CLOCK_STEPS,  # node clocks found stepped, and resynced
+    S_INFERRED_BOOTS,  # hub reboots recognised without their HELLO
+    S_OVERFLOW,  # rows that found no room in a buffer (sized so it never happens)
+    S_LEN,  # the table's size from the last HELLO (ICD defaults until one)
+    S_WID,
+    S_BALL_UM,
+) = range(21)
+N_STATE = 21
 # Per-node state columns
-NS_T, NS_HAS_T, NS_SEQ, NS_HAS_SEQ, NS_OWN, NS_SEEN, NS_PRESENT, NS_OFFLINE, NS_SILENT = range(9)
-N_NODE_STATE = 9
+(
+    NS_T,
+    NS_HAS_T,
+    NS_SEQ,
+    NS_HAS_SEQ,
+    NS_OWN,
+    NS_SEEN,
+    NS_PRESENT,
+    NS_OFFLINE,
+    NS_SILENT,
+    NS_CAND_N,  # a CLOCK_SYNC sample that disagreed with the node's clock model
+    NS_CAND_H,
+    NS_HAS_CAND,
+    NS_UPTIME,  # hub only: HEARTBEAT uptime_s, +1 (0: none yet)
+) = range(13)
+N_NODE_STATE = 13
 # Parameters
-(PR_LAG, PR_SLACK, PR_SILENCE, PR_UNSYNCED_MAX, PR_WINDOW) = range(5)
+(
+    PR_LAG,
+    PR_SLACK,
+    PR_SILENCE,
+    PR_UNSYNCED_MAX,
+    PR_WINDOW,
+    PR_AHEAD,
+    PR_BEHIND,
+    PR_HOLD,
+    PR_STEP,
+    PR_HUB_BACK,
+    PR_HUB_GAP,
+    PR_JOIN,
+) = range(12)
+# Work counters (one array, so the steps can update them in place)
+W_NH, W_NREL, W_NSYN, W_NW, W_NHELD, W_SUSPECT = range(6)
 
 HELLO, CLOCK_SYNC, NODE_STATUS = type_of("HELLO"), type_of("CLOCK_SYNC"), type_of("NODE_STATUS")
+HEARTBEAT = type_of("HEARTBEAT")
 _BOOT_ID = col("HELLO", "boot_id")
 _NODES_PRESENT = col("HELLO", "nodes_present")
+_LEN, _WID, _BALL = cols("HELLO", "table_length_mm", "table_width_mm", "ball_diameter_um")
 _PEER = col("CLOCK_SYNC", "peer")
 _PEER_T = col("CLOCK_SYNC", "peer_t_us")
 _STATUS_PEER = col("NODE_STATUS", "peer")
 _STATUS_CODE = col("NODE_STATUS", "code")
+_UPTIME = col("HEARTBEAT", "uptime_s")
 OFFLINE_CODE = 1
+INFERRED_BOOT = (
+    -1
+)  # boot_id of a boot the timeline inferred (a join, a reboot whose HELLO was lost)
+_SEQ_BACK, _SEQ_AHEAD = 64, 4096  # a hub seq step outside this is a restarted counter
 
 #: The fusion's inputs; the rest only feed the clock models and the watermark.
 RELEASED_TYPES = (
@@ -100,23 +155,68 @@ RELEASED_TYPES = (
     "BALL_CLICK",
     "KEYPAD",
 )
+#: Read for the clocks and the hub's evidence of a reboot; never released.
+CLOCK_TYPES = ("CLOCK_SYNC", "HEARTBEAT")
 
 
 @dataclass(frozen=True)
 class TimelineParams:
-    """Bounds of the ordered release (µs of hub time); defaults from ICD §7."""
+    """Bounds of the ordered release and of plausibility (µs of hub time); from ICD §7."""
 
     lag_us: int = 31_000  # 30 ms arrival bound + margin for stamp jitter and mapping error
     slack_us: int = 2_000  # how far a node's own stamps may step back (sensor jitter)
     silence_us: int = 1_000_000  # four missed 4 Hz syncs
     unsynced_max_us: int = 1_000_000  # a row may wait this long for its node's first sync
     window_us: int = cm.WINDOW_US
+    # A node's frame maps within [hub now - behind, hub now + ahead], hub now
+    # being the newest hub frame: an event reaches the host <= 30 ms after it
+    # happened and hub frames come >= 18 Hz (syncs), queued <= 30 ms.
+    ahead_us: int = 200_000
+    behind_us: int = 1_000_000
+    hold_us: int = 2_000_000  # an implausible frame waits this long for its node's resync
+    # A CLOCK_SYNC sample this far off its node's model (delays <= 5.4 ms,
+    # drift 150 ppm) says the node's clock stepped, once a second one agrees.
+    step_us: int = 20_000
+    hub_back_us: int = 100_000  # hub frames are stamped at send; NODE_STATUS/ACK a little earlier
+    hub_gap_us: int = 1_000_000  # a longer step of the hub clock waits for the next hub frame
+    join_us: int = 500_000  # attached without a HELLO: nodes heard in this long make the boot
 
     def array(self) -> np.ndarray:
         return np.array(
-            [self.lag_us, self.slack_us, self.silence_us, self.unsynced_max_us, self.window_us],
+            [
+                self.lag_us,
+                self.slack_us,
+                self.silence_us,
+                self.unsynced_max_us,
+                self.window_us,
+                self.ahead_us,
+                self.behind_us,
+                self.hold_us,
+                self.step_us,
+                self.hub_back_us,
+                self.hub_gap_us,
+                self.join_us,
+            ],
             np.int64,
         )
+
+
+class Work(NamedTuple):
+    """One call's buffers, sized by the caller from what the call can produce.
+
+    Row indices ``>= len(rows)`` name synthetic rows ``syn[i - len(rows)]`` =
+    (hub time, type, a, epoch, b): NODE_SILENT / NODE_BACK (a = node),
+    CLOCK_STEP (a = node, b = step µs, never released) and an inferred boot
+    (type HELLO, a = nodes heard).
+    """
+
+    heap_t: np.ndarray  # (rows + syn,) release heap: hub time
+    heap_i: np.ndarray  # and row index
+    waiting: np.ndarray  # (rows,) rows waiting for their node's first sync
+    held: np.ndarray  # (rows,) rows held as implausible
+    syn: np.ndarray  # (m, 5) synthetic rows
+    rel: np.ndarray  # (rows + syn,) released, in order
+    cnt: np.ndarray  # W_* counters; W_SUSPECT: a held hub frame, or -1
 
 
 @njit(cache=True)
@@ -125,10 +225,16 @@ def _less(t1: np.int64, i1: np.int64, t2: np.int64, i2: np.int64) -> bool:
 
 
 @njit(cache=True)
-def _push(ht: np.ndarray, hi: np.ndarray, n: int, t: np.int64, i: np.int64) -> int:
-    j = n
+def _push(w: Work, st: np.ndarray, t: np.int64, i: np.int64) -> None:
+    """Add a row to the release heap (a full heap is counted, never overrun)."""
+    ht, hi = w.heap_t, w.heap_i
+    j = w.cnt[W_NH]
+    if j >= len(ht):
+        st[S_OVERFLOW] += 1
+        return
     ht[j] = t
     hi[j] = i
+    w.cnt[W_NH] = j + 1
     while j > 0:
         p = (j - 1) // 2
         if _less(ht[j], hi[j], ht[p], hi[p]):
@@ -137,12 +243,13 @@ def _push(ht: np.ndarray, hi: np.ndarray, n: int, t: np.int64, i: np.int64) -> i
             j = p
         else:
             break
-    return n + 1
 
 
 @njit(cache=True)
-def _pop(ht: np.ndarray, hi: np.ndarray, n: int) -> int:
-    n -= 1
+def _pop(w: Work) -> None:
+    ht, hi = w.heap_t, w.heap_i
+    n = w.cnt[W_NH] - 1
+    w.cnt[W_NH] = n
     ht[0] = ht[n]
     hi[0] = hi[n]
     j = 0
@@ -159,27 +266,30 @@ def _pop(ht: np.ndarray, hi: np.ndarray, n: int) -> int:
         ht[j], ht[m] = ht[m], ht[j]
         hi[j], hi[m] = hi[m], hi[j]
         j = m
-    return n
 
 
 @njit(cache=True)
-def _release(rows, ht, hi, nh, rel, nrel, st, upto):
-    """Pop every heap entry at or before ``upto`` into ``rel``."""
+def _release(w: Work, st: np.ndarray, upto: np.int64) -> None:
+    """Pop every heap entry at or before ``upto`` into ``rel``.
+
+    An entry earlier than one already released cannot be placed in order any
+    more: it is counted as late and dropped, so the output stays sorted.
+    """
     if upto > st[S_UPTO]:
         st[S_UPTO] = min(upto, st[S_GLOBAL])  # "everything" means: all that has arrived
-    while nh > 0 and ht[0] <= upto:
-        if ht[0] < st[S_LAST_REL]:
+    while w.cnt[W_NH] > 0 and w.heap_t[0] <= upto:
+        if w.heap_t[0] < st[S_LAST_REL]:
             st[S_LATE] += 1
         else:
-            st[S_LAST_REL] = ht[0]
-        rel[nrel] = hi[0]
-        nrel += 1
-        nh = _pop(ht, hi, nh)
-    return nh, nrel
+            st[S_LAST_REL] = w.heap_t[0]
+            w.rel[w.cnt[W_NREL]] = w.heap_i[0]
+            w.cnt[W_NREL] += 1
+        _pop(w)
 
 
 @njit(cache=True)
 def _watermark(st, ns, params):
+    """Hub time no live node can still precede (its own stamps, or the arrival bound)."""
     floor = st[S_GLOBAL] - params[PR_LAG]
     wm = np.iinfo(np.int64).max
     for k in range(ns.shape[0]):
@@ -191,19 +301,29 @@ def _watermark(st, ns, params):
 
 
 @njit(cache=True)
-def _seen(rows, st, ns, syn, nsyn, ht, hi, nh, k, hub):
+def _synthetic(w: Work, st, n_rows, hub, kind, a, b, release) -> None:
+    """Make a row of the timeline's own (see :class:`Work`); room is counted, never assumed."""
+    k = w.cnt[W_NSYN]
+    if k >= w.syn.shape[0]:
+        st[S_OVERFLOW] += 1
+        return
+    w.syn[k, 0] = hub
+    w.syn[k, 1] = kind
+    w.syn[k, 2] = a
+    w.syn[k, 3] = st[S_EPOCH]
+    w.syn[k, 4] = b
+    w.cnt[W_NSYN] = k + 1
+    if release:
+        _push(w, st, hub, n_rows + k)
+
+
+@njit(cache=True)
+def _seen(w: Work, st, ns, n_rows, k, hub):
     """A frame about node k at hub time ``hub``: it is alive; say so if it was declared silent."""
     ns[k, NS_SEEN] = max(ns[k, NS_SEEN], hub)
     if ns[k, NS_SILENT] != 0:
         ns[k, NS_SILENT] = 0
-        s = len(rows) + nsyn
-        syn[nsyn, 0] = hub
-        syn[nsyn, 1] = NODE_BACK
-        syn[nsyn, 2] = k
-        syn[nsyn, 3] = st[S_EPOCH]
-        nsyn += 1
-        nh = _push(ht, hi, nh, hub, s)
-    return nsyn, nh
+        _synthetic(w, st, n_rows, hub, NODE_BACK, k, 0, True)
 
 
 @njit(cache=True)
@@ -218,6 +338,400 @@ def _unwrap(ns, node, value, has, raw, bits):
 
 
 @njit(cache=True)
+def _accept(rows, i, w: Work, st, ns, keep):
+    """A row mapped to a plausible hub time: it moves the clocks on and joins the release."""
+    hub = rows[i, C_HUB]
+    node = rows[i, C_NODE]
+    rows[i, C_STATE] = MAPPED
+    rows[i, C_EPOCH] = st[S_EPOCH]
+    st[S_GLOBAL] = max(st[S_GLOBAL], hub)
+    ns[node, NS_OWN] = max(ns[node, NS_OWN], hub)
+    if node != 0:
+        _seen(w, st, ns, len(rows), node, hub)
+    if keep[rows[i, C_TYPE]]:
+        _push(w, st, hub, i)
+
+
+@njit(cache=True)
+def _plausible(st, params, hub) -> bool:
+    """A node's frame can only map near the hub's own newest frame (see TimelineParams)."""
+    if st[S_FIRST_HUB] < 0:
+        return True  # nothing to judge by yet
+    now = st[S_HUB_NOW]
+    return now - params[PR_BEHIND] <= hub <= now + params[PR_AHEAD]
+
+
+@njit(cache=True)
+def _map(rows, r, st, clk) -> None:
+    node = rows[r, C_NODE]
+    h, u = cm.to_hub(clk, node, rows[r, C_NODE_T])
+    rows[r, C_HUB] = h + st[S_BASE]
+    rows[r, C_UNC] = np.int64(np.ceil(u))
+
+
+@njit(cache=True)
+def _hold(rows, r, w: Work, st) -> None:
+    """Keep an implausible row aside: its node may have stepped, or time may catch up."""
+    if w.cnt[W_NHELD] >= len(w.held):
+        st[S_OVERFLOW] += 1
+        return
+    rows[r, C_STATE] = HELD
+    w.held[w.cnt[W_NHELD]] = r
+    w.cnt[W_NHELD] += 1
+
+
+@njit(cache=True)
+def _place(rows, r, w: Work, st, ns, clk, params, keep) -> None:
+    """A mapped row of a node: accepted if plausible, else held; a plausible one ends its
+    node's held rows (they were glitches: the node's clock runs on)."""
+    _map(rows, r, st, clk)
+    if not _plausible(st, params, rows[r, C_HUB]):
+        _hold(rows, r, w, st)
+        return
+    _accept(rows, r, w, st, ns, keep)
+    node = rows[r, C_NODE]
+    if w.cnt[W_NHELD] > 0:
+        kept = 0
+        for j in range(w.cnt[W_NHELD]):
+            q = w.held[j]
+            if rows[q, C_NODE] == node and q < r:
+                rows[q, C_STATE] = NEW
+                st[S_OUTLIERS] += 1
+            else:
+                w.held[kept] = q
+                kept += 1
+        w.cnt[W_NHELD] = kept
+
+
+@njit(cache=True)
+def _review_held(rows, w: Work, st, ns, clk, params, keep, final) -> None:
+    """Held rows after the hub clock moved on or a node resynced: accept, keep or drop."""
+    kept = 0
+    for j in range(w.cnt[W_NHELD]):
+        q = w.held[j]
+        node = rows[q, C_NODE]
+        if clk.fit_i[node, cm.FI_N] > 0:
+            _map(rows, q, st, clk)
+            if _plausible(st, params, rows[q, C_HUB]):
+                _accept(rows, q, w, st, ns, keep)
+                continue
+        if final or st[S_GLOBAL] - rows[q, C_ARRIVE] > params[PR_HOLD]:
+            rows[q, C_STATE] = NEW
+            st[S_OUTLIERS] += 1
+        else:
+            w.held[kept] = q
+            kept += 1
+    w.cnt[W_NHELD] = kept
+
+
+@njit(cache=True)
+def _hub_follows(ns, t_raw, seq_raw, uptime, params) -> bool:
+    """Does a hub frame continue the hub's accepted clock and counters?"""
+    if ns[0, NS_HAS_T] == 0:
+        return True
+    d = unwrap_step(ns[0, NS_T], t_raw, 32) - ns[0, NS_T]
+    sd = unwrap_step(ns[0, NS_SEQ], seq_raw, 16) - ns[0, NS_SEQ]
+    if uptime >= 0 and ns[0, NS_UPTIME] > 0 and uptime + 2 < ns[0, NS_UPTIME] - 1:
+        return False  # uptime restarted
+    return -params[PR_HUB_BACK] <= d <= params[PR_HUB_GAP] and -_SEQ_BACK <= sd <= _SEQ_AHEAD
+
+
+@njit(cache=True)
+def _follows_row(rows, s, i, params) -> bool:
+    """Does hub row i continue hub row s (a held suspect)?"""
+    d = unwrap_step(rows[s, C_TRAW], rows[i, C_TRAW], 32) - rows[s, C_TRAW]
+    sd = unwrap_step(rows[s, C_SEQ], rows[i, C_SEQ], 16) - rows[s, C_SEQ]
+    return -params[PR_HUB_BACK] <= d <= params[PR_HUB_GAP] and -_SEQ_BACK <= sd <= _SEQ_AHEAD
+
+
+@njit(cache=True)
+def _uptime_of(rows, i) -> np.int64:
+    return rows[i, _UPTIME] if rows[i, C_TYPE] == HEARTBEAT else np.int64(-1)
+
+
+@njit(cache=True)
+def _time_passed(rows, s, ns) -> bool:
+    """A confirmed hub step that is only time passing (a stalled link), not a reboot."""
+    d = unwrap_step(ns[0, NS_T], rows[s, C_TRAW], 32) - ns[0, NS_T]
+    sd = unwrap_step(ns[0, NS_SEQ], rows[s, C_SEQ], 16) - ns[0, NS_SEQ]
+    up = _uptime_of(rows, s)
+    restarted = up >= 0 and ns[0, NS_UPTIME] > 0 and up + 2 < ns[0, NS_UPTIME] - 1
+    return d > 0 and 0 < sd <= _SEQ_AHEAD and not restarted
+
+
+@njit(cache=True)
+def _new_epoch(rows, t_raw, w: Work, st, ns, clk) -> None:
+    """Every clock and counter of the table restarted: release the old epoch, clear the models.
+
+    Hub time runs on across the restart (the new epoch's first hub frame
+    lands 2 µs after the newest hub time so far), so it never goes back.
+    """
+    _release(w, st, np.iinfo(np.int64).max)
+    st[S_UNSYNCED_DROPPED] += w.cnt[W_NW]
+    w.cnt[W_NW] = 0
+    for j in range(w.cnt[W_NHELD]):
+        rows[w.held[j], C_STATE] = NEW
+    st[S_OUTLIERS] += w.cnt[W_NHELD]
+    w.cnt[W_NHELD] = 0
+    if st[S_HELLO] != 0 or st[S_FIRST_HUB] >= 0:
+        st[S_EPOCH] += 1
+    ns[:, :] = 0
+    clk.ring_len[:] = 0
+    clk.ring_start[:] = 0
+    clk.fit_i[:, :] = 0
+    st[S_BASE] = max(0, st[S_GLOBAL] + 2 - t_raw) if st[S_EPOCH] > 0 else 0
+
+
+@njit(cache=True)
+def _boot_synthetic(rows, w: Work, st, ns, hub, present) -> None:
+    """A boot the stream did not announce: a join, or a reboot whose HELLO was lost."""
+    _synthetic(w, st, len(rows), hub, HELLO, present, 0, True)
+    st[S_BOOTED] = 1
+
+
+@njit(cache=True)
+def _sync(rows, i, hub, w: Work, st, ns, clk, params, keep) -> None:
+    """A CLOCK_SYNC: one sample of its peer's clock, checked against the peer's model.
+
+    A sample far off the model is held as a candidate; a second one that
+    agrees with it says the peer's clock stepped: the model restarts from
+    the two (reported once, as CLOCK_STEP).  A lone outlier is refused.
+    """
+    peer = rows[i, _PEER]
+    if not 0 < peer < ns.shape[0]:
+        return
+    n_t = _unwrap(ns, peer, NS_T, NS_HAS_T, rows[i, _PEER_T], 32)
+    h = ns[0, NS_T]
+    if st[S_HELLO] == 0:
+        ns[peer, NS_PRESENT] = 1
+    first = clk.fit_i[peer, cm.FI_N] == 0
+    if first:
+        cm.add_sync(clk, peer, n_t, h, params[PR_WINDOW])
+    else:
+        predicted, _ = cm.to_hub(clk, peer, n_t)
+        off = h - predicted
+        if -params[PR_STEP] <= off <= params[PR_STEP]:
+            ns[peer, NS_HAS_CAND] = 0
+            if not cm.add_sync(clk, peer, n_t, h, params[PR_WINDOW]):
+                st[S_REFUSED_SYNC] += 1
+        elif (
+            ns[peer, NS_HAS_CAND] != 0
+            and abs((h - n_t) - (ns[peer, NS_CAND_H] - ns[peer, NS_CAND_N])) <= params[PR_STEP]
+        ):
+            clk.ring_len[peer] = 0
+            clk.ring_start[peer] = 0
+            clk.fit_i[peer, :] = 0
+            cm.add_sync(clk, peer, ns[peer, NS_CAND_N], ns[peer, NS_CAND_H], params[PR_WINDOW])
+            cm.add_sync(clk, peer, n_t, h, params[PR_WINDOW])
+            ns[peer, NS_HAS_CAND] = 0
+            st[S_CLOCK_STEPS] += 1
+            _synthetic(w, st, len(rows), hub, CLOCK_STEP, peer, -off, False)
+        else:
+            ns[peer, NS_CAND_N] = n_t
+            ns[peer, NS_CAND_H] = h
+            ns[peer, NS_HAS_CAND] = 1
+            st[S_REFUSED_SYNC] += 1
+    _seen(w, st, ns, len(rows), peer, hub)
+    if first:
+        # rows that waited for this node's first sync
+        kept = 0
+        for j in range(w.cnt[W_NW]):
+            r = w.waiting[j]
+            if rows[r, C_NODE] == peer:
+                _place(rows, r, w, st, ns, clk, params, keep)
+            else:
+                w.waiting[kept] = r
+                kept += 1
+        w.cnt[W_NW] = kept
+
+
+@njit(cache=True)
+def _accept_hub(rows, i, w: Work, st, ns, clk, params, keep) -> None:
+    """A hub frame that continues the hub's clock: it is the reference time."""
+    rows[i, C_NODE_T] = _unwrap(ns, 0, NS_T, NS_HAS_T, rows[i, C_TRAW], 32)
+    rows[i, C_SEQ_U] = _unwrap(ns, 0, NS_SEQ, NS_HAS_SEQ, rows[i, C_SEQ], 16)
+    up = _uptime_of(rows, i)
+    if up >= 0:
+        ns[0, NS_UPTIME] = up + 1
+    hub = ns[0, NS_T] + st[S_BASE]
+    rows[i, C_HUB] = hub
+    rows[i, C_UNC] = 0
+    st[S_HUB_NOW] = max(st[S_HUB_NOW], hub)
+    if st[S_FIRST_HUB] < 0:
+        st[S_FIRST_HUB] = hub
+    mtype = rows[i, C_TYPE]
+    if mtype == CLOCK_SYNC:
+        _sync(rows, i, hub, w, st, ns, clk, params, keep)
+    elif mtype == NODE_STATUS:
+        peer = rows[i, _STATUS_PEER]
+        if 0 < peer < ns.shape[0]:
+            ns[peer, NS_OFFLINE] = 1 if rows[i, _STATUS_CODE] == OFFLINE_CODE else 0
+            if ns[peer, NS_OFFLINE] == 0:
+                ns[peer, NS_SEEN] = max(ns[peer, NS_SEEN], hub)
+    _accept(rows, i, w, st, ns, keep)
+    if w.cnt[W_NHELD] > 0:
+        _review_held(rows, w, st, ns, clk, params, keep, False)
+
+
+@njit(cache=True)
+def _hello(rows, i, w: Work, st, ns, clk, params, keep) -> None:
+    """A HELLO: a reboot (ICD §3) only if the hub's clock and counters did not run on.
+
+    A repeat of the running boot's HELLO (firmware 1.1 answers REQUEST_HELLO
+    with one) changes nothing.  A HELLO whose clock and seq continue the
+    hub's is no reboot either: the first one after a join names the boot, a
+    later one with a new boot_id is stray (counted).
+    """
+    boot = rows[i, _BOOT_ID]
+    present = rows[i, _NODES_PRESENT] | 1
+    if st[S_HELLO] != 0 and boot == st[S_BOOT]:
+        return
+    if rows[i, _LEN] > 0 and rows[i, _WID] > 0 and rows[i, _BALL] > 0:
+        st[S_LEN] = rows[i, _LEN]
+        st[S_WID] = rows[i, _WID]
+        st[S_BALL_UM] = rows[i, _BALL]
+    continues = ns[0, NS_HAS_T] != 0 and _hub_follows(
+        ns, rows[i, C_TRAW], rows[i, C_SEQ], -1, params
+    )
+    if continues and st[S_HELLO] != 0:
+        st[S_STRAY_HELLO] += 1
+        return
+    if continues:
+        st[S_HELLO] = 1
+        st[S_BOOT] = boot
+        for k in range(ns.shape[0]):
+            ns[k, NS_PRESENT] |= (present >> k) & 1
+        if st[S_BOOTED] != 0:
+            return  # the join's inferred boot stands; this only names it
+        _accept_hub(rows, i, w, st, ns, clk, params, keep)
+        st[S_BOOTED] = 1
+        return
+    if w.cnt[W_SUSPECT] >= 0:
+        rows[w.cnt[W_SUSPECT], C_STATE] = NEW
+        st[S_OUTLIERS] += 1
+        w.cnt[W_SUSPECT] = -1
+    _new_epoch(rows, rows[i, C_TRAW] + 1, w, st, ns, clk)
+    st[S_HELLO] = 1
+    st[S_BOOT] = boot
+    for k in range(ns.shape[0]):
+        ns[k, NS_PRESENT] = (present >> k) & 1
+    _accept_hub(rows, i, w, st, ns, clk, params, keep)
+    st[S_BOOTED] = 1
+
+
+@njit(cache=True)
+def _hub_frame(rows, i, w: Work, st, ns, clk, params, keep) -> None:
+    """A hub frame other than HELLO: accepted if it continues the hub's clock, else held.
+
+    The next hub frame decides a held one: if it continues the held frame,
+    the step was real -- time passing (clock and seq forward) or, with the
+    clock or seq gone back or the uptime restarted, a reboot whose HELLO was
+    lost (a new epoch); if it continues the old clock, the held frame was an
+    outlier.
+    """
+    s = w.cnt[W_SUSPECT]
+    if _hub_follows(ns, rows[i, C_TRAW], rows[i, C_SEQ], _uptime_of(rows, i), params):
+        if s >= 0:
+            rows[s, C_STATE] = NEW
+            st[S_OUTLIERS] += 1
+            w.cnt[W_SUSPECT] = -1
+        _accept_hub(rows, i, w, st, ns, clk, params, keep)
+        return
+    if s >= 0 and _follows_row(rows, s, i, params):
+        w.cnt[W_SUSPECT] = -1
+        if not _time_passed(rows, s, ns):
+            present = np.int64(0)
+            for k in range(ns.shape[0]):
+                present |= ns[k, NS_PRESENT] << k
+            _new_epoch(rows, rows[s, C_TRAW], w, st, ns, clk)
+            st[S_INFERRED_BOOTS] += 1
+            st[S_HELLO] = 0  # the new boot's id is unknown: its HELLO may still come
+            for k in range(ns.shape[0]):
+                ns[k, NS_PRESENT] = (present >> k) & 1
+            _boot_synthetic(rows, w, st, ns, st[S_GLOBAL] + 1, present | 1)
+        _accept_hub(rows, s, w, st, ns, clk, params, keep)
+        _accept_hub(rows, i, w, st, ns, clk, params, keep)
+        return
+    if s >= 0:
+        rows[s, C_STATE] = NEW
+        st[S_OUTLIERS] += 1
+    rows[i, C_STATE] = HELD
+    w.cnt[W_SUSPECT] = i
+
+
+@njit(cache=True)
+def _node_frame(rows, i, w: Work, st, ns, clk, params, keep) -> None:
+    """A frame of a node with its own clock: mapped onto hub time if its clock is known."""
+    node = rows[i, C_NODE]
+    rows[i, C_NODE_T] = _unwrap(ns, node, NS_T, NS_HAS_T, rows[i, C_TRAW], 32)
+    rows[i, C_SEQ_U] = _unwrap(ns, node, NS_SEQ, NS_HAS_SEQ, rows[i, C_SEQ], 16)
+    if st[S_HELLO] == 0:
+        ns[node, NS_PRESENT] = 1  # attached mid-stream: present once heard
+    elif ns[node, NS_PRESENT] == 0:
+        st[S_OUTLIERS] += 1  # the HELLO says there is no such node
+        return
+    if clk.fit_i[node, cm.FI_N] > 0:
+        _place(rows, i, w, st, ns, clk, params, keep)
+    elif keep[rows[i, C_TYPE]]:
+        rows[i, C_STATE] = UNSYNCED
+        w.waiting[w.cnt[W_NW]] = i
+        w.cnt[W_NW] += 1
+
+
+@njit(cache=True)
+def _declare_silent(rows, w: Work, st, ns, params) -> None:
+    """No frame about a present node for the silence bound: it is silent (NODE_SILENT)."""
+    for k in range(1, ns.shape[0]):
+        # counted from the first frame about it in this epoch: after a
+        # reboot the hub re-enumerates its nodes for a while
+        if (
+            ns[k, NS_PRESENT] != 0
+            and ns[k, NS_OFFLINE] == 0
+            and ns[k, NS_SILENT] == 0
+            and ns[k, NS_SEEN] != 0
+            and st[S_GLOBAL] - ns[k, NS_SEEN] > params[PR_SILENCE]
+        ):
+            ns[k, NS_SILENT] = 1
+            _synthetic(
+                w, st, len(rows), ns[k, NS_SEEN] + params[PR_SILENCE], NODE_SILENT, k, 0, True
+            )
+
+
+@njit(cache=True)
+def _expire_waiting(rows, w: Work, st, params) -> None:
+    """Rows whose node never synced are dropped after a bound."""
+    kept = 0
+    for j in range(w.cnt[W_NW]):
+        r = w.waiting[j]
+        if st[S_GLOBAL] - rows[r, C_ARRIVE] > params[PR_UNSYNCED_MAX]:
+            rows[r, C_STATE] = NEW
+            st[S_UNSYNCED_DROPPED] += 1
+        else:
+            w.waiting[kept] = r
+            kept += 1
+    w.cnt[W_NW] = kept
+
+
+@njit(cache=True)
+def _carry(rows, n_carried, n_syn_carried, w: Work, st) -> None:
+    """Rows kept from earlier calls back in their places: heap, waiting, held, suspect."""
+    for i in range(n_carried):
+        state = rows[i, C_STATE]
+        if state == MAPPED:
+            _push(w, st, rows[i, C_HUB], i)
+        elif state == UNSYNCED:
+            w.waiting[w.cnt[W_NW]] = i
+            w.cnt[W_NW] += 1
+        elif rows[i, C_NODE] == 0:
+            w.cnt[W_SUSPECT] = i
+        else:
+            w.held[w.cnt[W_NHELD]] = i
+            w.cnt[W_NHELD] += 1
+    for s in range(n_syn_carried):
+        _push(w, st, w.syn[s, 0], len(rows) + s)
+
+
+@njit(cache=True)
 def advance(
     rows: np.ndarray,
     n_carried: int,
@@ -226,175 +740,77 @@ def advance(
     ns: np.ndarray,
     clk: cm.ClockArrays,
     params: np.ndarray,
-    syn: np.ndarray,
+    w: Work,
     n_syn_carried: int,
     flush_upto: np.int64,
-    rel: np.ndarray,
     pending: np.ndarray,
-) -> tuple[int, int, int]:
-    """Process new rows (after ``n_carried`` carried ones); fill ``rel`` in release order.
+) -> int:
+    """Process new rows (after ``n_carried`` carried ones); fill ``w.rel`` in release order.
 
-    Indices ``>= len(rows)`` in ``rel``/``pending`` name synthetic rows
-    ``syn[i - len(rows)]`` = (hub time, type, node, epoch).  Returns (released,
-    pending, synthetic rows in ``syn``).
+    Each row: a hub frame is checked against the hub's clock (a HELLO may
+    start an epoch); a node's frame is mapped, checked for plausibility and
+    accepted, held or left waiting for its node's first sync; then silent
+    nodes are declared, stale waiting rows dropped, a join's boot made, and
+    everything the watermark allows released.  Returns how many entries of
+    ``pending`` (rows and synthetic rows to carry) it filled.
     """
     n = len(rows)
-    cap = n + syn.shape[0]
-    ht = np.empty(cap, np.int64)
-    hi = np.empty(cap, np.int64)
-    nh = 0
-    nrel = 0
-    nsyn = n_syn_carried
-    waiting = np.empty(n, np.int64)  # rows waiting for their node's first sync
-    nw = 0
-    for i in range(n_carried):
-        if rows[i, C_STATE] == MAPPED:
-            nh = _push(ht, hi, nh, rows[i, C_HUB], i)
-        else:
-            waiting[nw] = i
-            nw += 1
-    for s in range(n_syn_carried):
-        nh = _push(ht, hi, nh, syn[s, 0], n + s)
-
+    w.cnt[W_NSYN] = n_syn_carried
+    _carry(rows, n_carried, n_syn_carried, w, st)
     for i in range(n_carried, n):
         node = rows[i, C_NODE]
-        mtype = rows[i, C_TYPE]
         if node >= ns.shape[0]:
             continue  # host frames echoed back: no table clock
-        if mtype == HELLO and (st[S_HELLO] == 0 or rows[i, _BOOT_ID] != st[S_BOOT]):
-            # a new boot: release everything of the old epoch, reset every clock
-            nh, nrel = _release(rows, ht, hi, nh, rel, nrel, st, np.iinfo(np.int64).max)
-            st[S_UNSYNCED_DROPPED] += nw
-            nw = 0
-            if st[S_HELLO] != 0 or st[S_GLOBAL] != 0:
-                st[S_EPOCH] += 1
-            st[S_HELLO] = 1
-            st[S_BOOT] = rows[i, _BOOT_ID]
-            ns[:, :] = 0
-            clk.ring_len[:] = 0
-            clk.ring_start[:] = 0
-            clk.fit_i[:, :] = 0
-            present = rows[i, _NODES_PRESENT] | 1
-            for k in range(ns.shape[0]):
-                ns[k, NS_PRESENT] = (present >> k) & 1
-            raw = rows[i, C_TRAW]
-            st[S_BASE] = max(0, st[S_GLOBAL] + 1 - raw) if st[S_EPOCH] > 0 else 0
-        rows[i, C_NODE_T] = _unwrap(ns, node, NS_T, NS_HAS_T, rows[i, C_TRAW], 32)
-        rows[i, C_SEQ_U] = _unwrap(ns, node, NS_SEQ, NS_HAS_SEQ, rows[i, C_SEQ], 16)
         rows[i, C_EPOCH] = st[S_EPOCH]
         rows[i, C_ARRIVE] = st[S_GLOBAL]
-        if st[S_HELLO] == 0:
-            ns[node, NS_PRESENT] = 1  # attached mid-stream: present once heard
-
-        if node == 0:
-            hub = ns[0, NS_T] + st[S_BASE]
-            rows[i, C_HUB] = hub
-            rows[i, C_UNC] = 0
-            rows[i, C_STATE] = MAPPED
-            if mtype == CLOCK_SYNC:
-                peer = rows[i, _PEER]
-                if 0 < peer < ns.shape[0]:
-                    _unwrap(ns, peer, NS_T, NS_HAS_T, rows[i, _PEER_T], 32)
-                    if st[S_HELLO] == 0:
-                        ns[peer, NS_PRESENT] = 1
-                    first = clk.fit_i[peer, cm.FI_N] == 0
-                    if not cm.add_sync(
-                        clk,
-                        peer,
-                        ns[peer, NS_T],
-                        ns[0, NS_T],
-                        params[PR_WINDOW],
-                    ):
-                        st[S_REFUSED_SYNC] += 1
-                    nsyn, nh = _seen(rows, st, ns, syn, nsyn, ht, hi, nh, peer, hub)
-                    if first:
-                        # rows that waited for this node's first sync
-                        kept = 0
-                        for w in range(nw):
-                            r = waiting[w]
-                            if rows[r, C_NODE] == peer:
-                                h, u = cm.to_hub(clk, peer, rows[r, C_NODE_T])
-                                rows[r, C_HUB] = h + st[S_BASE]
-                                rows[r, C_UNC] = np.int64(np.ceil(u))
-                                rows[r, C_STATE] = MAPPED
-                                nh = _push(ht, hi, nh, rows[r, C_HUB], r)
-                            else:
-                                waiting[kept] = r
-                                kept += 1
-                        nw = kept
-            elif mtype == NODE_STATUS:
-                peer = rows[i, _STATUS_PEER]
-                if 0 < peer < ns.shape[0]:
-                    ns[peer, NS_OFFLINE] = 1 if rows[i, _STATUS_CODE] == OFFLINE_CODE else 0
-                    if ns[peer, NS_OFFLINE] == 0:
-                        ns[peer, NS_SEEN] = max(ns[peer, NS_SEEN], hub)
-        elif clk.fit_i[node, cm.FI_N] > 0:
-            h, u = cm.to_hub(clk, node, ns[node, NS_T])
-            rows[i, C_HUB] = h + st[S_BASE]
-            rows[i, C_UNC] = np.int64(np.ceil(u))
-            rows[i, C_STATE] = MAPPED
+        if rows[i, C_TYPE] == HELLO:
+            _hello(rows, i, w, st, ns, clk, params, keep)
+        elif node == 0:
+            _hub_frame(rows, i, w, st, ns, clk, params, keep)
         else:
-            rows[i, C_STATE] = UNSYNCED
-
-        if rows[i, C_STATE] == MAPPED:
-            hub = rows[i, C_HUB]
-            st[S_GLOBAL] = max(st[S_GLOBAL], hub)
-            ns[node, NS_OWN] = max(ns[node, NS_OWN], hub)
-            if node != 0:
-                nsyn, nh = _seen(rows, st, ns, syn, nsyn, ht, hi, nh, node, hub)
-            if keep[mtype]:
-                nh = _push(ht, hi, nh, hub, i)
-        elif keep[mtype]:
-            waiting[nw] = i
-            nw += 1
-
-        # silence: no frame about a present node for the silence bound
-        for k in range(1, ns.shape[0]):
-            # counted from the first frame about it in this epoch: after a
-            # reboot the hub re-enumerates its nodes for a while
-            if (
-                ns[k, NS_PRESENT] != 0
-                and ns[k, NS_OFFLINE] == 0
-                and ns[k, NS_SILENT] == 0
-                and ns[k, NS_SEEN] != 0
-                and st[S_GLOBAL] - ns[k, NS_SEEN] > params[PR_SILENCE]
-            ):
-                ns[k, NS_SILENT] = 1
-                syn[nsyn, 0] = ns[k, NS_SEEN] + params[PR_SILENCE]
-                syn[nsyn, 1] = NODE_SILENT
-                syn[nsyn, 2] = k
-                syn[nsyn, 3] = st[S_EPOCH]
-                nh = _push(ht, hi, nh, syn[nsyn, 0], n + nsyn)
-                nsyn += 1
-        # rows whose node never synced are dropped after a bound
-        if nw > 0:
-            kept = 0
-            for w in range(nw):
-                r = waiting[w]
-                if st[S_GLOBAL] - rows[r, C_ARRIVE] > params[PR_UNSYNCED_MAX]:
-                    st[S_UNSYNCED_DROPPED] += 1
-                else:
-                    waiting[kept] = r
-                    kept += 1
-            nw = kept
-        if nw == 0:
-            nh, nrel = _release(rows, ht, hi, nh, rel, nrel, st, _watermark(st, ns, params))
+            _node_frame(rows, i, w, st, ns, clk, params, keep)
+        _declare_silent(rows, w, st, ns, params)
+        if w.cnt[W_NW] > 0:
+            _expire_waiting(rows, w, st, params)
+        if (
+            st[S_BOOTED] == 0
+            and st[S_FIRST_HUB] >= 0
+            and st[S_HUB_NOW] - st[S_FIRST_HUB] >= params[PR_JOIN]
+        ):
+            present = np.int64(1)
+            for k in range(ns.shape[0]):
+                present |= ns[k, NS_PRESENT] << k
+            _boot_synthetic(rows, w, st, ns, st[S_FIRST_HUB] + params[PR_JOIN], present)
+        if w.cnt[W_NW] == 0:
+            _release(w, st, _watermark(st, ns, params))
 
     if flush_upto > np.iinfo(np.int64).min:
         if flush_upto == np.iinfo(np.int64).max:
-            st[S_UNSYNCED_DROPPED] += nw
-            nw = 0
-        if nw == 0:
-            nh, nrel = _release(rows, ht, hi, nh, rel, nrel, st, flush_upto)
+            if w.cnt[W_NHELD] > 0:
+                _review_held(rows, w, st, ns, clk, params, keep, True)
+            if w.cnt[W_SUSPECT] >= 0:
+                rows[w.cnt[W_SUSPECT], C_STATE] = NEW
+                st[S_OUTLIERS] += 1
+                w.cnt[W_SUSPECT] = -1
+            st[S_UNSYNCED_DROPPED] += w.cnt[W_NW]
+            w.cnt[W_NW] = 0
+        if w.cnt[W_NW] == 0:
+            _release(w, st, flush_upto)
     npend = 0
-    for w in range(nw):
-        pending[npend] = waiting[w]
+    for j in range(w.cnt[W_NW]):
+        pending[npend] = w.waiting[j]
+        npend += 1
+    for j in range(w.cnt[W_NHELD]):
+        pending[npend] = w.held[j]
+        npend += 1
+    if w.cnt[W_SUSPECT] >= 0:
+        pending[npend] = w.cnt[W_SUSPECT]
         npend += 1
     # what stays in the heap, in heap order (re-pushed by key next time)
-    for j in range(nh):
-        pending[npend] = hi[j]
+    for j in range(w.cnt[W_NH]):
+        pending[npend] = w.heap_i[j]
         npend += 1
-    return nrel, npend, nsyn
+    return npend
 
 
 class Ordered:
@@ -497,19 +913,25 @@ class Timeline:
     >>> rest = tl.flush()                  # end of a capture: everything  # doctest: +SKIP
     """
 
-    def __init__(self, params: TimelineParams | None = None) -> None:
+    def __init__(self, params: TimelineParams | None = None, table: Table = DEFAULT_TABLE) -> None:
         self.params = params or TimelineParams()
         self._params = self.params.array()
         self.clocks = cm.clock_arrays()
         self.state = np.zeros(N_STATE, np.int64)
+        self.state[S_FIRST_HUB] = -1
+        self.state[S_LEN] = round(table.length_mm)
+        self.state[S_WID] = round(table.width_mm)
+        self.state[S_BALL_UM] = round(table.ball_mm * 1000)
         self.nodes = np.zeros((cm.N_NODES, N_NODE_STATE), np.int64)
         self._keep = np.zeros(256, np.bool_)
         for name in RELEASED_TYPES:
             self._keep[type_of(name)] = True
         self._rows = np.zeros((0, N_COLS), np.int64)
         self._tracks = _EMPTY_TRACKS
-        self._syn = np.zeros((0, 4), np.int64)
+        self._syn = np.zeros((0, 5), np.int64)
         self._host = HostClock()
+        #: what the stream did that a person should hear of once (clock steps, inferred boots)
+        self.notices: list[str] = []
 
     @property
     def hub_now(self) -> int:
@@ -523,12 +945,18 @@ class Timeline:
 
     @property
     def counters(self) -> dict[str, int]:
+        """Running totals; every one but ``epochs`` counts something strange in the stream."""
         st = self.state
         return {
             "epochs": int(st[S_EPOCH]) + 1,
             "late": int(st[S_LATE]),
             "unsynced_dropped": int(st[S_UNSYNCED_DROPPED]),
             "refused_syncs": int(st[S_REFUSED_SYNC]),
+            "outliers": int(st[S_OUTLIERS]),
+            "stray_hellos": int(st[S_STRAY_HELLO]),
+            "clock_steps": int(st[S_CLOCK_STEPS]),
+            "inferred_boots": int(st[S_INFERRED_BOOTS]),
+            "overflow": int(st[S_OVERFLOW]),
         }
 
     def feed_rows(
@@ -571,11 +999,10 @@ class Timeline:
             )
         tracks = np.concatenate((self._tracks, new_tracks)) if len(self._tracks) else new_tracks
         n_syn = len(self._syn)
-        syn = np.zeros((n_syn + len(new_rows) + 2 * cm.N_NODES, 4), np.int64)
-        syn[:n_syn] = self._syn
-        rel = np.empty(len(rows) + len(syn), np.int64)
-        pending = np.empty(len(rows) + len(syn), np.int64)
-        nrel, npend, nsyn = advance(
+        work = _work(len(rows), n_syn + _SYN_PER_ROW * len(new_rows) + _SYN_PER_CALL)
+        work.syn[:n_syn] = self._syn
+        pending = np.empty(len(work.rel), np.int64)
+        npend = advance(
             rows,
             carried,
             self._keep,
@@ -583,14 +1010,16 @@ class Timeline:
             self.nodes,
             self.clocks,
             self._params,
-            syn,
+            work,
             n_syn,
             np.int64(flush_upto),
-            rel,
             pending,
         )
         n = len(rows)
-        out = Ordered(rows, tracks, self._made(syn[:nsyn]), rel[:nrel].copy())
+        nsyn = int(work.cnt[W_NSYN])
+        syn = work.syn[:nsyn]
+        self._note(syn[n_syn:])
+        out = Ordered(rows, tracks, self._made(syn), work.rel[: work.cnt[W_NREL]].copy())
         keep = np.sort(pending[:npend])
         real, synthetic = keep[keep < n], keep[keep >= n] - n
         self._rows = rows[real]
@@ -601,9 +1030,21 @@ class Timeline:
         self._rows[held, C_TRACK] = np.arange(int(held.sum()))
         return out
 
-    @staticmethod
-    def _made(syn: np.ndarray) -> np.ndarray:
-        """Synthetic rows (NODE_SILENT, NODE_BACK) as rows."""
+    def _note(self, made: np.ndarray) -> None:
+        """Clock steps and inferred boots, in words, for the daemon's log."""
+        for hub, kind, a, _epoch, b in made.tolist():
+            if kind == CLOCK_STEP:
+                self.notices.append(
+                    f"{NODE_NAMES[a]} clock stepped {b / 1e6:+.3f} s at hub {hub} µs; resynced"
+                )
+            elif kind == HELLO:
+                what = (
+                    "a reboot whose HELLO was lost" if self.state[S_EPOCH] else "joined mid-stream"
+                )
+                self.notices.append(f"no HELLO: {what}; a boot was inferred at hub {hub} µs")
+
+    def _made(self, syn: np.ndarray) -> np.ndarray:
+        """Synthetic rows (NODE_SILENT, NODE_BACK, CLOCK_STEP, an inferred boot) as rows."""
         made = np.zeros((len(syn), N_COLS), np.int64)
         made[:, C_HUB] = syn[:, 0]
         made[:, C_TYPE] = syn[:, 1]
@@ -611,4 +1052,31 @@ class Timeline:
         made[:, C_EPOCH] = syn[:, 3]
         made[:, C_TRACK] = -1
         made[:, C_STATE] = MAPPED
+        boot = syn[:, 1] == HELLO
+        if boot.any():
+            made[boot, P0] = 0
+            made[boot, _BOOT_ID] = INFERRED_BOOT
+            made[boot, _NODES_PRESENT] = syn[boot, 2]
+            made[boot, _LEN] = self.state[S_LEN]
+            made[boot, _WID] = self.state[S_WID]
+            made[boot, _BALL] = self.state[S_BALL_UM]
         return made
+
+
+#: Synthetic rows one new row can cause at most (a NODE_BACK or a boot, a
+#: CLOCK_STEP, a NODE_SILENT after a NODE_BACK), and one call besides.
+_SYN_PER_ROW = 3
+_SYN_PER_CALL = 2 * cm.N_NODES + 4
+
+
+def _work(n_rows: int, n_syn: int) -> Work:
+    cap = n_rows + n_syn
+    return Work(
+        heap_t=np.empty(cap, np.int64),
+        heap_i=np.empty(cap, np.int64),
+        waiting=np.empty(n_rows, np.int64),
+        held=np.empty(n_rows, np.int64),
+        syn=np.zeros((n_syn, 5), np.int64),
+        rel=np.empty(cap, np.int64),
+        cnt=np.array([0, 0, 0, 0, 0, -1], np.int64),
+    )
