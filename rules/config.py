@@ -23,9 +23,7 @@ MIDDLE_NODES = (*MINIMUM_NODES, "lines", "acoustic")
 class RulesConfig:
     """Settings beyond the rules' text.
 
-    ``push_threshold_us``: a tip contact longer than this is "prolonged"
-    (item 19); the datasheet's normal contact is about 1 ms, the virtual
-    table's 1-2 ms.  ``near_gap_mm``: balls closer than this count as
+    ``near_gap_mm``: balls closer than this count as
     "so close that a triple contact can hardly be avoided" (19.2).
     ``frozen_gap_mm``: a ball this close to a cushion nose rests against it
     (item 20), the tracker's uncertainty.  ``penalty_ball``: a foul removes
@@ -34,17 +32,17 @@ class RulesConfig:
     balls moved by hand before the next shot are the penalty ball being
     taken, not item 17.  ``near_contact_us``: without a tracker, a first
     contact this soon after the stroke may be a 19.2 case (balls touching or
-    nearly), so an overlapping tip contact is left to the referee; a later
-    one is a push (19.1).
+    nearly), whatever the tip contact's duration, so it is left to the
+    referee; a later contact the tip was still on is a push (19.1).
     """
 
     discipline: str = "free"
-    push_threshold_us: int = 2500
     near_gap_mm: float = 10.0
     near_contact_us: int = 5000
     frozen_gap_mm: float = 1.5
     rack_tolerance_mm: float = 10.0
     path_tolerance_mm: float = 2.0
+    follow_tolerance_mm: float = 5.0
     penalty_ball: bool = True
     hand_moves_after_foul: bool = True
 

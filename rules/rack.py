@@ -63,21 +63,26 @@ class RackCheck:
         return self.found > 0 and len(self.misplaced) <= self.found // 5
 
     def describe(self) -> str:
-        parts = [f"ball {ball} is {gap:.0f} mm off its place" for ball, gap in self.misplaced]
+        rack = f" in a {self.found}-ball rack" if self.found < MAX_BALLS else ""
+        parts = [f"ball {ball} is {gap:.0f} mm off its place{rack}" for ball, gap in self.misplaced]
         if self.found != self.expected:
             parts.append(f"{self.found} white balls on the table, the rack needs {self.expected}")
         return "; ".join(parts)
 
 
 def check_rack(
-    balls: dict[int, tuple[float, float]], expected: int, table: Table, tolerance_mm: float
+    balls: dict[int, tuple[float, float]], expected: int | None, table: Table, tolerance_mm: float
 ) -> RackCheck:
     """Match the white balls at rest to the places of a rack of their own count.
 
+    ``expected``: the count the rack must have, or None when any count will do
+    (a correctly set incomplete pyramid is no misplacement: the note to 8.2).
     Places go to balls nearest-pair first; with places a ball apart and a
     tolerance well under half a ball this is the unique sensible matching.
     """
     whites = {b: xy for b, xy in balls.items() if b != 0}
+    if expected is None:
+        expected = len(whites)
     if not whites or len(whites) > MAX_BALLS:
         return RackCheck(expected, len(whites), tuple((b, math.inf) for b in sorted(whites)))
     places = rack_positions(len(whites), table)

@@ -126,7 +126,8 @@ class Referee:
         self.shot: Shot | None = None
         self._declared: set[int | None] = set()
         self._early_tips: list[Event] = []
-        self._interrupted: Event | None = None
+        self._interrupted: Event | None = None  # the end a new tip contact cut short (14.2)
+        self._estimated_end: Event | None = None  # the last shot_end, if only an estimate
         self._played = False
         self._last: _Decided | None = None
         self._rack_notice = ""
@@ -179,12 +180,18 @@ class Referee:
     def _on_shot_start(self, ev: Event) -> list[Line]:
         out = []
         if self.shot is not None:  # no shot_end: the new tip contact interrupted it
-            self._interrupted = ev
+            self._interrupted = ev | {"certain": self.sensors.tracker}
+            self.shot.cut_short = True
             out += self._close(self.shot)
+        elif self._estimated_end is not None and self._estimated_end["t_us"] == ev["t_us"]:
+            # No tracker: the fusion ended the last shot at this tip contact, its own end
+            # estimate not reached yet; whether every ball had stopped is unknown.
+            self._interrupted = self._estimated_end
+        self._estimated_end = None
         st = self.state
         pos = positions_of(ev.get("balls"))
         seen = self.sensors.tracker and bool(pos)
-        check = check_rack(pos, st.rack_n, self.table, self.config.rack_tolerance_mm)
+        check = self._check_rack(pos)
         is_break = st.break_pending == "keypad"
         if st.break_pending == "boot":
             # After a boot the layout tells a break from a frame in progress, where it can.
@@ -197,19 +204,13 @@ class Referee:
             if seen:
                 out += self._rack_notice_for(ev, check)
             st.breakers[st.frame] = st.to_play
-        shot = Shot(ev.get("shot"), st.to_play, is_break, ev, ball_mm=self.table.ball_mm)
+        shot = Shot(ev.get("shot"), st.to_play, is_break, ev, table=self.table)
         shot.declared = {
             self._nearest(pos, ev.get("cue_ball")) if b is None else b for b in self._declared
         }
         shot.events += [e for e in self._early_tips if e.get("shot") == ev.get("shot")]
         if self._interrupted is not None:
-            shot.fouls.append(
-                Finding(
-                    "14.2",
-                    "the tip struck before every ball of the previous shot had stopped",
-                    (self._interrupted["t_us"], ev["t_us"]),
-                )
-            )
+            shot_14_2(shot, self._interrupted, self.sensors)
         cue_xy = pos.get(0)
         if (
             is_break
@@ -268,14 +269,17 @@ class Referee:
         self.shot.end = ev
         if ev.get("interrupted"):
             self._interrupted = ev
+            self.shot.cut_short = True
+        elif ev.get("certain") is False:
+            self._estimated_end = ev
         return self._close(self.shot)
 
     def _close(self, shot: Shot, note: str = "") -> list[Line]:
         self.shot = None
         stroke = stroke_findings(shot, self.sensors, self.config)
-        result = result_findings(shot, self.sensors, self.config, self.table)
+        result = result_findings(shot, self.sensors, self.config)
         fouls = shot.fouls + stroke.fouls + result.fouls
-        still_open = stroke.open + result.open
+        still_open = shot.open + stroke.open + result.open
         line = _shot_line(shot, shot.t_us)
         if fouls:
             line |= _lines("foul", fouls)
@@ -285,7 +289,8 @@ class Referee:
             line |= _lines("referee", still_open)
         else:
             assert result.satisfied is not None
-            line |= _lines("legal", [result.satisfied]) | {
+            # the reason also names the clauses that excused the stroke (19.2(1), (2), note)
+            line |= _lines("legal", [*stroke.notes, *result.notes, result.satisfied]) | {
                 "rules": [],
                 "satisfied": result.satisfied.rule,
             }
@@ -344,7 +349,7 @@ class Referee:
         if not st.break_pending or not self.sensors.tracker:
             return []
         pos = positions_of(ev.get("balls"))
-        check = check_rack(pos, st.rack_n, self.table, self.config.rack_tolerance_mm)
+        check = self._check_rack(pos)
         if st.break_pending == "boot" and not check.looks_racked:
             return []
         out = self._rack_notice_for(ev, check)
@@ -362,6 +367,14 @@ class Referee:
                 )
             )
         return out
+
+    def _check_rack(self, pos: dict[int, tuple[float, float]]) -> RackCheck:
+        """Item 8 against the rack expected: after NEW_FRAME 15 balls, after a 12.2
+        re-rack the balls left; after a boot the count is not known (a frame may be
+        re-racked with an incomplete pyramid, the note to 8.2), so any count racked
+        correctly for itself is no misplacement."""
+        expected = None if self.state.break_pending == "boot" else self.state.rack_n
+        return check_rack(pos, expected, self.table, self.config.rack_tolerance_mm)
 
     def _rack_notice_for(self, ev: Event, check: RackCheck) -> list[Line]:
         text = check.describe()
@@ -461,6 +474,27 @@ class Referee:
         }
         self._last = replace(last, line=line)
         return [line]
+
+
+def shot_14_2(shot: Shot, end: Event, sensors: SensorSet) -> None:
+    """14.2 on the shot whose stroke cut the previous one short.  Only a tracker
+    sees every ball stop; without one the end is an estimate, so it is the referee's."""
+    times = (int(end["t_us"]), shot.t0)
+    if sensors.tracker and end.get("certain", True):
+        shot.fouls.append(
+            Finding(
+                "14.2", "the tip struck before every ball of the previous shot had stopped", times
+            )
+        )
+    else:
+        shot.open.append(
+            Finding(
+                "14.2",
+                "the tip struck before the previous shot's estimated end; without a tracker "
+                "nobody saw whether every ball had stopped",
+                times,
+            )
+        )
 
 
 def _rule_order(rule: str) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.geometry import Table
+from protocol.geometry import DEFAULT_TABLE, Table
 
 from .config import RulesConfig, SensorSet
 
@@ -49,12 +49,26 @@ class Shot:
     fouls: list[Finding] = field(
         default_factory=list
     )  # 14.2, 11.3, 17, keypad calls: not from the stroke
-    ball_mm: float = 68.0
+    open: list[Finding] = field(default_factory=list)  # 14.2 on an estimated end
+    table: Table = DEFAULT_TABLE
     announced: set[str] = field(default_factory=set)  # rules announced early
+    cut_short: bool = False  # a new tip contact came before every ball stopped (14.2)
+
+    @property
+    def ball_mm(self) -> float:
+        return self.table.ball_mm
+
+    @property
+    def struck(self) -> int | None:
+        """The ball the tracker saw the tip strike, or None."""
+        return self.start.get("cue_ball")
 
     @property
     def cue_ball(self) -> int | None:
-        return self.start.get("cue_ball")
+        """The cue ball: the ball struck; on a break the coloured ball when the tracker
+        could not tell (11.2: it is always the break's cue ball)."""
+        struck = self.struck
+        return 0 if struck is None and self.is_break else struck
 
     @property
     def tips(self) -> list[Event]:
@@ -91,6 +105,7 @@ class Outcome:
     open: list[Finding] = field(default_factory=list)
     satisfied: Finding | None = None
     pocketed: list[int | None] = field(default_factory=list)  # balls legally pocketed
+    notes: list[Finding] = field(default_factory=list)  # clauses that excused the stroke
 
 
 def positions_of(raw: dict[str, Any] | None) -> dict[int, Point]:
@@ -114,15 +129,18 @@ def _ms(dt_us: int) -> str:
 
 # ---------------------------------------------------------------- the first contact
 
+ANGLE_TOL_DEG = 1e-6  # 19.2(1) "не менее 45 градусов": 44.99999999999998° is 45°
+LENGTH_TOL_MM = 1e-6  # float noise on distances compared with a configured limit
+
 
 def first_contact(shot: Shot, sensors: SensorSet, config: RulesConfig) -> tuple[int, Event] | None:
     """Index and event of the cue ball's first contact with an object ball.
 
-    Note to 19.2: playing away from a touching ball that does not move is no
-    contact with it, so such a contact (reported at the stroke) is skipped.
+    Note to 19.2: a stroke away from a touching ball that does not move is no
+    collision with it, so such a contact (reported at the stroke) is skipped.
     """
     cue = shot.cue_ball
-    touching = _touching_unmoved(shot, config) if sensors.tracker else set()
+    away = played_away(shot, config) if sensors.tracker else set()
     for i, ev in enumerate(shot.events):
         if ev["type"] != "ball_contact":
             continue
@@ -131,28 +149,93 @@ def first_contact(shot: Shot, sensors: SensorSet, config: RulesConfig) -> tuple[
             if cue not in (a, b):
                 continue
             other = b if a == cue else a
-            if other in touching:
+            if other in away:
                 continue
         return i, ev
     return None
 
 
-def _touching_unmoved(shot: Shot, config: RulesConfig) -> set[int]:
+def played_away(shot: Shot, config: RulesConfig) -> set[int]:
+    """19.2's note ("удар по битку в сторону от соприкасающегося прицельного шара"): balls
+    touching the cue ball that the stroke went *away from* (initial direction more than
+    90° off the line of centres towards them) and that did not move.
+
+    A stroke *into* a touching ball is a collision with it, even if a cushion pins
+    it.  The cue ball rebounds off a pinned ball just as a stroke away from it
+    would go, so for a pinned ball the path cannot tell: the contact the sensors
+    report (the click of a collision) stands.
+    """
     pos = shot.positions()
     cue = shot.cue_ball
     if cue not in pos:
         return set()
-    return {
-        b
-        for b, xy in pos.items()
-        if b != cue
-        and _gap(pos[cue], xy, shot.ball_mm) <= config.frozen_gap_mm
-        and len(shot.path(b)) < 2
-    }
+    out = set()
+    for ball, xy in pos.items():
+        if ball == cue or _gap(pos[cue], xy, shot.ball_mm) > config.frozen_gap_mm:
+            continue
+        if len(shot.path(ball)) >= 2 or pinned(shot, config, ball, pos[cue]) is not None:
+            continue
+        lead = _initial_direction(shot, config, pos[cue], xy)
+        if lead is not None and lead[0] > 90.0 + ANGLE_TOL_DEG:
+            out.add(ball)
+    return out
+
+
+# From a ball's centre towards each cushion's nose (ICD §6: 0 front, 1-2 left, 3 back, 4-5 right).
+TOWARDS_CUSHION = ((-1.0, 0.0), (0.0, -1.0), (0.0, -1.0), (1.0, 0.0), (0.0, 1.0), (0.0, 1.0))
+
+
+def pinned(shot: Shot, config: RulesConfig, ball: int, cue_xy: Point) -> int | None:
+    """The cushion that holds ``ball`` against a stroke from ``cue_xy``: the ball rests
+    against it and the line of centres points into it.  None if no cushion does."""
+    xy = shot.positions()[ball]
+    ux, uy = xy[0] - cue_xy[0], xy[1] - cue_xy[1]
+    for c in sorted(resting_against(shot, config).get(ball, ())):
+        nx, ny = TOWARDS_CUSHION[c]
+        if ux * nx + uy * ny > 0.0:
+            return c
+    return None
 
 
 def _gap(a: Point, b: Point, ball_mm: float) -> float:
     return math.dist(a, b) - ball_mm
+
+
+def _initial_direction(
+    shot: Shot, config: RulesConfig, cue_xy: Point, obj_xy: Point
+) -> tuple[float, int] | None:
+    """The angle (degrees) between the cue ball's initial direction and the line of
+    centres towards ``obj_xy``, and the time of the path vertex it was read at.
+
+    The cue's own axis is not sensed: the cue ball's path from its first point to
+    the first vertex farther than ``path_tolerance_mm`` stands for it.  None
+    without a path.
+    """
+    path = shot.path(shot.cue_ball) if shot.cue_ball is not None else []
+    if len(path) < 2:
+        return None
+    start = (path[0][1], path[0][2])
+    lead = next(
+        (p for p in path[1:] if math.dist(start, (p[1], p[2])) > config.path_tolerance_mm), path[-1]
+    )
+    dx, dy = lead[1] - start[0], lead[2] - start[1]
+    norm = math.hypot(dx, dy)
+    dist = math.dist(cue_xy, obj_xy)
+    if norm == 0.0 or dist == 0.0:
+        return None
+    ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
+    cos = max(-1.0, min(1.0, (dx * ux + dy * uy) / norm))
+    return math.degrees(math.acos(cos)), lead[0]
+
+
+def _shown(value: float, limit: float, below: bool) -> str:
+    """``value`` rounded to the fewest decimals (at least one) that keep it on its side
+    of ``limit``, so a reason never prints "45.0°" beside a foul for 44.99°."""
+    for digits in range(1, 10):
+        text = f"{value:.{digits}f}"
+        if (float(text) < limit) if below else (float(text) > limit):
+            return text
+    return repr(value)
 
 
 # ---------------------------------------------------------------- the stroke: 15, 11.2, 18, 19
@@ -161,7 +244,7 @@ def _gap(a: Point, b: Point, ball_mm: float) -> float:
 def stroke_findings(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outcome:
     out = Outcome()
     cue = shot.cue_ball
-    if shot.is_break and cue not in (0, None):
+    if shot.is_break and cue != 0:
         out.fouls.append(
             Finding(
                 "11.2",
@@ -209,53 +292,54 @@ def early_fouls(shot: Shot, sensors: SensorSet, config: RulesConfig) -> list[Fin
 
 
 def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> None:
+    """19.1 and 19.2.  When the cue ball touches or nearly touches the ball it first
+    contacts, 19.2 alone decides, whatever the tip contact's duration and whatever
+    time the contact sensors report; otherwise the tip still on the cue ball at
+    that contact is a push."""
     if not sensors.contact_times:
         out.open.append(
             Finding("19.1", "without a ball-contact time nobody can tell a push", (shot.t0,))
         )
         return
-    t0 = shot.t0
     first = first_contact(shot, sensors, config)
-    t_c: int | None = first[1]["t_us"] if first else None
-    overlap = t_c is not None and t_c <= t0 + shot.tip_duration
+    if first is None:
+        return
+    t0, t_c = shot.t0, int(first[1]["t_us"])
+    overlap = t_c <= t0 + shot.tip_duration
     cue = shot.cue_ball
     pos = shot.positions()
-    if t_c is not None and overlap and (not sensors.tracker or cue not in pos):
+    if not sensors.tracker or cue not in pos:
+        # No positions: how soon the contact came is the only handle on "near".
         if t_c - t0 <= config.near_contact_us:
             out.open.append(
                 Finding(
                     "19.2",
-                    f"the tip was on the cue ball when it met a ball {_ms(t_c - t0)} after the "
-                    "stroke; only the tracker can tell whether they were touching",
+                    f"the cue ball met a ball {_ms(t_c - t0)} after the stroke; only the "
+                    "tracker can tell whether they were touching",
                     (t0, t_c),
                 )
             )
-        else:
+        elif overlap:
             out.fouls.append(_push_foul(shot, t_c))
-    if not sensors.tracker or cue is None or cue not in pos:
         return
-    near = {
-        b: xy
-        for b, xy in pos.items()
-        if b != cue and _gap(pos[cue], xy, shot.ball_mm) < config.near_gap_mm
-    }
-    hit = None
-    if first is not None:
-        a, b = first[1]["balls"]
-        hit = b if a == cue else a
-    if t_c is not None and overlap and hit not in near:
-        out.fouls.append(_push_foul(shot, t_c))
-    prolonged = shot.tip_duration > config.push_threshold_us
-    for ball, xy in sorted(near.items()):
-        if not (prolonged or (overlap and hit == ball)):
-            continue
-        path = shot.path(cue)
-        if len(path) < 2:
-            out.open.append(
-                Finding("19.2", f"no path of the cue ball to judge the stroke at {ball_name(ball)}")
+    a, b = first[1]["balls"]
+    hit = b if a == cue else a
+    obj_xy = pos.get(hit) if hit is not None else None
+    if obj_xy is None or _gap(pos[cue], obj_xy, shot.ball_mm) >= config.near_gap_mm:
+        if overlap:
+            out.fouls.append(_push_foul(shot, t_c))
+        return
+    finding = _rule_19_2(shot, hit, pos[cue], obj_xy, config)
+    if finding is None:
+        out.open.append(
+            Finding(
+                "19.2", f"no path of the cue ball to judge the stroke at {ball_name(hit)}", (t0,)
             )
-        else:
-            out.fouls.extend(_exception_19_2(shot, path, ball, pos[cue], xy, config))
+        )
+    elif finding.rule == "19.2":
+        out.fouls.append(finding)
+    else:
+        out.notes.append(finding)
 
 
 def _push_foul(shot: Shot, t_c: int) -> Finding:
@@ -266,43 +350,88 @@ def _push_foul(shot: Shot, t_c: int) -> Finding:
     )
 
 
-def _exception_19_2(
-    shot: Shot, path: list[Path], ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig
-) -> list[Finding]:
-    """No finding when 19.2 (1) (45° off the line of centres) or (2) (no follow) excuses the stroke.
+def _rule_19_2(
+    shot: Shot, ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig
+) -> Finding | None:
+    """19.2 for a cue ball touching or nearly touching ``ball``, its first contact.
 
-    The initial direction is the cue ball's path from its start to the first
-    vertex farther than the path tolerance; "forward" is the farthest the path
-    gets along the line of centres, against the object ball's starting place.
+    (1) "под углом не менее 45 градусов": the initial direction at least 45° off
+    the line of centres (exactly 45° is legal; an initial direction more than 90°
+    off is the cue ball coming back off the ball, drawn or off a ball a cushion
+    pins, which tells nothing of the stroke's angle); (2) "не прошел вперед": after the
+    collision the cue ball goes no farther forward along the line of centres than
+    the tracker's uncertainty (``follow_tolerance_mm``), counted from where it
+    meets the ball (its starting gap).  A finding on ``"19.2(1)"`` or ``"19.2(2)"``
+    excuses the stroke; one on ``"19.2"`` is the foul; None without a path.
     """
+    lead = _initial_direction(shot, config, cue_xy, obj_xy)
+    if lead is None:
+        return None
+    angle, t_lead = lead
+    gap = _gap(cue_xy, obj_xy, shot.ball_mm)
+    near = (
+        f"touching {ball_name(ball)}"
+        if gap <= config.frozen_gap_mm
+        else f"{gap:.0f} mm from {ball_name(ball)}"
+    )
+    evidence = (shot.t0, t_lead)
+    if angle > 90.0 + ANGLE_TOL_DEG:
+        # It came back off the ball (drawn back, or off a ball a cushion pins): its
+        # path shows the rebound, not the stroke, so only (2) can be read.
+        cushion = pinned(shot, config, ball, cue_xy)
+        held = f" (pinned against cushion {cushion})" if cushion is not None else ""
+        head = f"the cue ball, {near}{held}, came back off it"
+    elif angle >= 45.0 - ANGLE_TOL_DEG:
+        return Finding(
+            "19.2(1)",
+            f"the cue ball, {near}, was played {angle:.1f}° off the line of centres, not under 45°",
+            evidence,
+        )
+    else:
+        head = (
+            f"the cue ball, {near}, was played {_shown(angle, 45.0, below=True)}° off the "
+            "line of centres (under 45°: not 19.2(1))"
+        )
     dist = math.dist(cue_xy, obj_xy)
     ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
-    start = (path[0][1], path[0][2])
-    lead = next(
-        (p for p in path[1:] if math.dist(start, (p[1], p[2])) > config.path_tolerance_mm), path[-1]
-    )
-    dx, dy = lead[1] - start[0], lead[2] - start[1]
-    norm = math.hypot(dx, dy) or 1.0
-    angle = math.degrees(math.acos(max(-1.0, min(1.0, (dx * ux + dy * uy) / norm))))
-    if angle >= 45.0:
-        return []
-    reach = max((x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for _, x, y in path)
-    if reach <= dist + config.path_tolerance_mm:
-        return []
-    return [
-        Finding(
-            "19.2",
-            f"the cue ball, close to {ball_name(ball)}, went off {angle:.0f}° from the line of centres "
-            f"and followed it {reach - dist:.0f} mm past its place",
-            (shot.t0, lead[0]),
+    reach = max((x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for _, x, y in shot.path(shot.cue_ball))
+    forward = max(0.0, reach - max(0.0, gap))
+    tol = config.follow_tolerance_mm
+    if forward <= tol + LENGTH_TOL_MM:
+        return Finding(
+            "19.2(2)",
+            f"{head} and went {forward:.1f} mm forward after the collision, within {tol:g} mm",
+            evidence,
         )
-    ]
+    return Finding(
+        "19.2",
+        f"{head} and went {_shown(forward, tol, below=False)} mm "
+        f"forward after the collision (over {tol:g} mm: not 19.2(2))",
+        evidence,
+    )
 
 
 # ---------------------------------------------------------------- the result: 12.1 and 20
 
 
-def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig, table: Table) -> Outcome:
+def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outcome:
+    """12.1 or item 20 over the shot's events.
+
+    14.2: a shot a new stroke cut short is judged on its events until then; a
+    clause already completed makes it legal, but a result foul is not certain
+    yet (the balls still rolled), so it is left to the referee.
+    """
+    out = _result(shot, sensors, config)
+    if shot.cut_short and out.satisfied is None:
+        out.open += [
+            Finding(f.rule, f"{f.reason}, before the next stroke cut the shot short", f.evidence)
+            for f in out.fouls
+        ]
+        out.fouls = []
+    return out
+
+
+def _result(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outcome:
     item = "12.1" if shot.is_break else "20"
     out = Outcome()
     first = first_contact(shot, sensors, config)
@@ -313,9 +442,21 @@ def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig, table: 
             Finding(item, "without a ball-contact time the result needs the referee", (shot.t0,))
         )
         return out
+    away = played_away(shot, config) if sensors.tracker else set()
+    if away:
+        balls = ", ".join(ball_name(b) for b in sorted(away))
+        out.notes.append(
+            Finding(
+                "19.2 note",
+                f"{ball_name(shot.cue_ball)} was played away from {balls} touching it, "
+                "which did not move: no collision",
+                (shot.t0,),
+            )
+        )
     if first is None:
         cue = "the cue ball" if shot.cue_ball is None else ball_name(shot.cue_ball)
-        out.fouls.append(Finding(item, f"{cue} touched no object ball", (shot.t0,)))
+        why = f" (played away from touching {balls}: 19.2 note)" if away else ""
+        out.fouls.append(Finding(item, f"{cue} touched no object ball{why}", (shot.t0,)))
         return out
     i0, ev0 = first
     after = shot.events[i0 + 1 :]
@@ -329,7 +470,7 @@ def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig, table: 
                 Finding(item, "which ball hit which cushion needs the tracker", (ev0["t_us"],))
             )
         return out
-    scan = _BreakScan(shot, ev0) if shot.is_break else _Item20Scan(shot, ev0, config, table)
+    scan = _BreakScan(shot, ev0) if shot.is_break else _Item20Scan(shot, ev0, config)
     for ev in after:
         if ev["type"] == "pocket":
             out.satisfied = _pot(item, ev0, ev)
@@ -460,6 +601,16 @@ class _BreakScan(_Scan):
 
 
 @dataclass
+class _Note2:
+    """Note 2: the cue ball met ``ball`` resting against ``cushions`` at ``first``."""
+
+    ball: int
+    cushions: set[int]
+    first: int
+    second: int | None = None  # a second, separate collision of the same pair
+
+
+@dataclass
 class _Drive:
     driver: int
     cushions: dict[int, int]  # the driver's cushions before the contact -> t_us
@@ -471,19 +622,19 @@ class _Item20Scan(_Scan):
     """Item 20 (2)-(4) and note 2, in the order note 1 demands: each clause's
     first part must come before its second, and both after the first contact."""
 
-    def __init__(self, shot: Shot, contact: Event, config: RulesConfig, table: Table) -> None:
+    def __init__(self, shot: Shot, contact: Event, config: RulesConfig) -> None:
         super().__init__(shot, contact)
         self.cushions: dict[int, dict[int, int]] = {}
         self.crossed: dict[int, int] = {}
         self.drives: dict[int, list[_Drive]] = {}
-        self.resting = resting_against(shot, config, table)
+        self.resting = resting_against(shot, config)
         a, b = contact["balls"]
-        self.moved = {shot.cue_ball, a, b}
         self.cue = shot.cue_ball if shot.cue_ball is not None else a
-        target = b if a == self.cue else a
-        # Note 2: the cue ball met a ball resting against a cushion.
-        self.note2 = (target, self.resting[target]) if target in self.resting else None
-        self.second_contact: int | None = None
+        # Note 2: each ball resting against a cushion that the cue ball met, first or later.
+        self.note2: dict[int, _Note2] = {}
+        self.moved: set[int | None] = {shot.cue_ball}
+        self._meets_resting(b if a == self.cue else a, int(contact["t_us"]))
+        self.moved |= {a, b}
         self.note2_miss: Finding | None = None
 
     def feed(self, ev: Event) -> Finding | None:
@@ -500,8 +651,8 @@ class _Item20Scan(_Scan):
 
     def _cushion(self, x: int, c: int, t: int) -> Finding | None:
         """Note 2 first: the cue ball sent on by the ball it hit is that clause, not (2)(b)."""
-        if x == self.cue and self.note2 is not None and c not in self.note2[1]:
-            found = self._note2(f"to cushion {c}", t)
+        if x == self.cue:
+            found = self._note2(f"to cushion {c}", t, c)
             if found is not None:
                 return found
         return self._cushion_clause(x, c, t)
@@ -540,7 +691,7 @@ class _Item20Scan(_Scan):
         return found
 
     def _cross(self, x: int, t: int) -> Finding | None:
-        if x == self.cue and self.note2 is not None:
+        if x == self.cue:
             found = self._note2("across the centre line", t)
             if found is not None:
                 return found
@@ -586,36 +737,49 @@ class _Item20Scan(_Scan):
                         (self.crossed[d], t),
                     )
             self.drives.setdefault(y, []).append(_Drive(d, dict(mine), self.crossed.get(d), t))
-        if (
-            self.note2 is not None
-            and {a, b} == {self.cue, self.note2[0]}
-            and self.second_contact is None
-        ):
-            self.second_contact = t
+        if self.cue in (a, b):
+            self._meets_resting(b if a == self.cue else a, t)
         self.moved |= {a, b}
         return found
 
-    def _note2(self, where: str, t: int) -> Finding | None:
-        target, rest = self.note2  # type: ignore[misc]
-        head = (
-            f"{ball_name(self.cue)} hit {ball_name(target)} resting against cushion {min(rest)} "
-            f"and was sent back {where}"
-        )
-        if self.second_contact is not None:
-            return Finding(
-                "20 note 2",
-                f"{head} with two separate collisions",
-                (self.contact["t_us"], self.second_contact, t),
+    def _meets_resting(self, y: int | None, t: int) -> None:
+        """The cue ball meets y: a first collision with a ball resting against a cushion
+        (note 2), or a second, separate one ("два отдельных соударения"): a contact of
+        the same pair at the same t_us is the same collision told twice."""
+        seen = self.note2.get(y)  # type: ignore[arg-type]
+        if seen is not None:
+            if seen.second is None and t != seen.first:
+                seen.second = t
+        elif y in self.resting and y not in self.moved:
+            self.note2[y] = _Note2(y, self.resting[y], t)
+
+    def _note2(self, where: str, t: int, cushion: int | None = None) -> Finding | None:
+        """The cue ball reached a cushion (other than the one the ball it met rests
+        against) or crossed the centre line, after meeting a resting ball."""
+        for met in self.note2.values():
+            if cushion in met.cushions:
+                continue
+            target = met.ball
+            head = (
+                f"{ball_name(self.cue)} hit {ball_name(target)} resting against cushion "
+                f"{min(met.cushions)} and was sent back {where}"
             )
-        if target in self.shot.declared or None in self.shot.declared:
-            return Finding(
-                "20 note 2", f"{head}, declared frozen before the shot", (self.contact["t_us"], t)
-            )
-        self.note2_miss = Finding(
-            "20",
-            f"{head} in a single collision and {ball_name(target)} was not declared frozen",
-            (self.contact["t_us"], t),
-        )
+            if met.second is not None:
+                return Finding(
+                    "20 note 2",
+                    f"{head} with two separate collisions",
+                    (met.first, met.second, t),
+                )
+            if target in self.shot.declared or None in self.shot.declared:
+                return Finding(
+                    "20 note 2", f"{head}, declared frozen before the shot", (met.first, t)
+                )
+            if self.note2_miss is None:
+                self.note2_miss = Finding(
+                    "20",
+                    f"{head} in a single collision and {ball_name(target)} was not declared frozen",
+                    (met.first, t),
+                )
         return None
 
     def failure(self) -> Finding:
@@ -630,12 +794,13 @@ def _other(cushions: dict[int, int], c: int) -> int | None:
     return next((k for k in cushions if k != c), None)
 
 
-def resting_against(shot: Shot, config: RulesConfig, table: Table) -> dict[int, set[int]]:
+def resting_against(shot: Shot, config: RulesConfig) -> dict[int, set[int]]:
     """Balls resting against cushions at the shot's start: reported frozen, within
     ``frozen_gap_mm`` of a nose by the tracker's positions, or declared (DECLARE_FROZEN)
     and within ``near_gap_mm`` of the nearest nose: the declaration settles what the
     tracker cannot resolve, not a ball plainly clear of every cushion."""
     out = frozen_map(shot.start.get("frozen"))
+    table = shot.table
     for ball, (x, y) in shot.positions().items():
         nearest = table.cushion_of(x, y)
         gap = table.cushion_gap(nearest, x, y)

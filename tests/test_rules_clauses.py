@@ -1,14 +1,14 @@
-"""Items 12.1, 14.2, 15, 17, 18, 19 and 20, one table row per clause, each beside its failing twin."""
+"""Items 11.2, 12.1, 14.2, 15, 17, 18, 19 and 20, one table row per clause, each beside its failing twin."""
 
 from __future__ import annotations
 
 import pytest
 from rules_cases.cases import BREAK, ITEM_20, STROKE, Case
-from rules_cases.events import last
+from rules_cases.events import last, verdicts
 
 
 def check(case: Case) -> None:
-    verdict = last(case.build(), case.config)
+    verdict = verdicts(case.build().events, case.config)[case.index]
     assert (verdict["verdict"], verdict["rules"], verdict.get("satisfied")) == (
         case.verdict,
         list(case.rules),
@@ -16,6 +16,8 @@ def check(case: Case) -> None:
     ), verdict["reason"]
     assert verdict["evidence"], "every verdict names the events it rests on"
     assert verdict["reason"].endswith(case.satisfied or case.rules[-1])
+    for words in case.says:
+        assert words in verdict["reason"]
 
 
 @pytest.mark.parametrize("case", ITEM_20, ids=lambda c: c.name)

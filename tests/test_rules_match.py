@@ -99,19 +99,38 @@ def test_11_5_adjusting_the_coloured_ball_before_the_break_is_no_foul() -> None:
 # ------------------------------------------------------------------ 8: the rack check
 
 
+def moved(layout: dict, ball: int, dx: float) -> dict:
+    return layout | {ball: (layout[ball][0] + dx, layout[ball][1])}
+
+
 @pytest.mark.parametrize(
     ("name", "layout", "expected"),
     [
         ("a full rack", racked(15), None),
         (
             "twin: ball 4 20 mm off its place",
-            racked(15) | {4: (racked(15)[4][0] + 20, racked(15)[4][1])},
+            moved(racked(15), 4, 20),
             "ball 4 is 20 mm off its place",
         ),
+        # The note to 8.2: an incomplete pyramid is a rack too; after a boot its count
+        # is not known (a re-rack after a penalty ball), so any count set right is no notice.
+        ("a 14-ball rack (the apex ball moved into the base)", racked(14), None),
+        ("a 13-ball rack", racked(13), None),
+        ("a 10-ball rack (four full rows)", racked(10), None),
         (
-            "a ball short",
+            "twin: 14 balls left as the full rack less a corner: the apex is out of place",
             {b: xy for b, xy in racked(15).items() if b != 15},
-            "14 white balls on the table",
+            "ball 1 is 272 mm off its place in a 14-ball rack",
+        ),
+        (
+            "twin: a 13-ball rack with ball 9 off its place",
+            moved(racked(13), 9, -25),
+            "ball 9 is 25 mm off its place in a 13-ball rack",
+        ),
+        (
+            "twin: a 10-ball rack with ball 2 off its place",
+            moved(racked(10), 2, 15),
+            "ball 2 is 15 mm off its place in a 10-ball rack",
         ),
     ],
 )
@@ -120,6 +139,18 @@ def test_8_rack_check_before_the_break(name: str, layout: dict, expected: str | 
     assert found == ([] if expected is None else found[:1])
     if expected:
         assert expected in found[0]
+
+
+@pytest.mark.parametrize("n", [14, 13, 10])
+def test_8_an_incomplete_rack_after_a_boot_is_a_break_without_a_notice(n: int) -> None:
+    m = Match().rest(racked(n)).shot(balls=racked(n)).hit(0, 1).pot(4, 2).end()
+    assert not [line for line in notices(m) if line["rules"] == ["8"]]
+    assert verdicts(m.events)[-1]["break"] is True
+
+
+def test_8_twin_a_new_frame_needs_the_full_rack() -> None:
+    m = Match().broken().key("new_frame").rest(racked(14))
+    assert "14 white balls on the table, the rack needs 15" in notices(m)[-1]["reason"]
 
 
 # ------------------------------------------------------------------ 12.2 and 13

@@ -10,8 +10,10 @@ from __future__ import annotations
 import pytest
 from rules_cases.cases import (
     AT_60,
+    STRAIGHT_FOLLOW,
     after_break,
     break_pot,
+    break_struck_unknown,
     break_three_cushions,
     double_hit,
     near_stroke,
@@ -20,6 +22,7 @@ from rules_cases.cases import (
     push,
     stroke_before_stop,
     touched_in_shot,
+    touching_stroke,
     two_cushions,
 )
 from rules_cases.events import FULL, MIDDLE, MINIMUM, seen_by, verdicts
@@ -91,11 +94,25 @@ SHOTS = [
         REF_12,
     ),
     (
-        "14.2: every set",
+        "14.2: a foul with the tracker; without, the shot's end was an estimate",
         stroke_before_stop,
         ("foul", ["14.2"]),
-        ("foul", ["14.2"]),
-        ("foul", ["14.2"]),
+        ("referee", ["14.2"]),
+        ("referee", ["14.2", "19.1", "20"]),
+    ),
+    (
+        "19.2 touching, the collision reported after the tip left: needs the tracker",
+        touching_stroke(STRAIGHT_FOLLOW),
+        ("foul", ["19.2"]),
+        ("referee", ["19.2"]),
+        REF_20,
+    ),
+    (
+        "12.1 with the struck ball unknown: ball 0 is the break's cue ball (11.2)",
+        break_struck_unknown,
+        ("foul", ["12.1"]),
+        ("referee", ["12.1"]),
+        REF_12,
     ),
     (
         "17: only the tracker sees a touch",

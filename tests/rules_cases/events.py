@@ -111,12 +111,13 @@ class Match:
         paths: dict[int, list[tuple[int, float, float]]] | None = None,
         interrupted: bool = False,
         dt: int = 500_000,
+        certain: bool = True,
     ) -> Match:
         self.add(
             "shot_end",
             dt,
             balls={},
-            certain=True,
+            certain=certain,
             interrupted=interrupted,
             paths={str(b): [list(p) for p in pts] for b, pts in (paths or {}).items()},
         )
