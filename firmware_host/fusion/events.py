@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from firmware_host.timing.timeline import Ordered
+from firmware_host.timing.timeline import INFERRED_BOOT, Ordered
 from protocol.catalogue import KEYPAD_KEYS, NODE_NAMES, NODE_STATUS_CODES
 from protocol.geometry import DEFAULT_TABLE, LINE_NAMES, Table
 
@@ -130,7 +130,10 @@ def to_dict(
     balls, rest = _layout(snaps[snap], frozen[snap]) if snap >= 0 else ({}, {})
     if etype == k.EV_BOOT:
         ball_um = int(rec[k.O_E])
-        out["boot_id"] = a
+        # a boot the timeline inferred (a join, a reboot whose HELLO was lost) has no id
+        out["boot_id"] = a if a != INFERRED_BOOT else None
+        if a == INFERRED_BOOT:
+            out["inferred"] = True
         out["table"] = {
             "length_mm": float(rec[k.O_C]),
             "width_mm": float(rec[k.O_D]),

@@ -1,0 +1,150 @@
+"""Frame-level fuzzing: mutated captures with valid CRCs through every path of the pipeline.
+
+Each run takes a base capture of the virtual table, applies a few random
+:mod:`.mutate` mutations (strange timestamps, clock jumps, stray HELLOs,
+reboots without HELLO, duplicated and reordered frames …) and feeds the
+result through the batch path (``events``), the chunked replay (``replay``)
+and the live path (chunks stamped with a host clock, with ticks between).
+A run fails if any of them raises, if events leave ``t_us`` order or go
+negative, if a buffer overflowed, or if batch and replay disagree.
+
+Run it with numba's bounds checking on, so that an index past a buffer is an
+``IndexError`` here and not silent memory corruption in the daemon::
+
+    NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=/tmp/nb-bounds \\
+        python -m firmware_host.virtual_table.fuzz --runs 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import mutate
+
+CHUNK_SIZES = (1, 7, 64, 512, 4096, 65536)
+
+
+@dataclass
+class Outcome:
+    """What one mutated capture did to the pipeline; ``problems`` is empty when it held."""
+
+    run: int
+    mutations: list[str]
+    problems: list[str] = field(default_factory=list)
+    events: int = 0
+    verdicts: int = 0
+
+
+def base_captures(minutes: float = 0.4) -> list[bytes]:
+    """Short virtual-table matches, one per sensor set, as the fuzzer's raw material."""
+    from .hub import HubConfig, build_wire
+    from .match import random_match
+
+    return [
+        b"".join(build_wire(random_match(seed, minutes), HubConfig(sensors=sensors, seed=seed)).chunks)
+        for seed, sensors in enumerate(("full", "middle", "minimum"), start=1)
+    ]
+
+
+def _ordered(events: list[dict[str, Any]], where: str) -> list[str]:
+    times = [e["t_us"] for e in events]
+    problems = []
+    if any(t < 0 for t in times):
+        problems.append(f"{where}: negative t_us")
+    if any(b < a for a, b in zip(times, times[1:], strict=False)):
+        problems.append(f"{where}: events out of t_us order")
+    return problems
+
+
+def _live(data: bytes, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The daemon's path: chunks with the host's receive clock, and ticks between them."""
+    from firmware_host.pipeline import Pipeline
+
+    pipe = Pipeline()
+    events: list[dict[str, Any]] = []
+    host_ns = 1_000_000_000
+    start = 0
+    while start < len(data):
+        size = int(rng.choice(CHUNK_SIZES))
+        host_ns += int(rng.integers(0, 20_000_000))
+        events += pipe.feed(data[start : start + size], host_ns).events
+        if rng.random() < 0.3:
+            events += pipe.tick(host_ns + 5_000_000).events
+        start += size
+    events += pipe.flush().events
+    return events, pipe.events.counters
+
+
+def check(data: bytes, rng: np.random.Generator) -> list[str]:
+    """Every path over one capture; the problems found (none: the pipeline held)."""
+    from firmware_host.fusion.stream import EventStream, events_from_capture
+    from firmware_host.pipeline import replay
+
+    problems: list[str] = []
+    stream = EventStream()
+    batch = events_from_capture(data, stream)
+    problems += _ordered(batch, "events")
+    if stream.counters.get("overflow"):
+        problems.append(f"events: a buffer overflowed ({stream.counters})")
+    replayed = replay(data, chunk=int(rng.choice(CHUNK_SIZES[2:])))
+    problems += _ordered(replayed.events, "replay")
+    if replayed.events != batch:
+        problems.append("replay's events differ from the batch path's")
+    live, counters = _live(data, rng)
+    problems += _ordered(live, "live")
+    if counters.get("overflow"):
+        problems.append(f"live: a buffer overflowed ({counters})")
+    return problems
+
+
+def runs(
+    bases: list[bytes], n_runs: int, seed: int, max_mutations: int = 4
+) -> Iterator[Outcome]:
+    """``n_runs`` mutated captures, each checked on every path."""
+    rng = np.random.default_rng(seed)
+    split = [mutate.split(b) for b in bases]
+    for run in range(n_runs):
+        bodies = split[run % len(split)]
+        mutated, names = mutate.mutate(bodies, rng, int(rng.integers(1, max_mutations + 1)))
+        outcome = Outcome(run, names)
+        try:
+            outcome.problems = check(mutate.join(mutated), rng)
+        except Exception:  # the point of a fuzzer: any exception is a finding
+            outcome.problems = [traceback.format_exc(limit=-3)]
+        yield outcome
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--minutes", type=float, default=0.4, help="length of each base capture")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    bases = base_captures(args.minutes)
+    failed = 0
+    last = time.monotonic()
+    for outcome in runs(bases, args.runs, args.seed):
+        if outcome.problems:
+            failed += 1
+            print(f"run {outcome.run} {outcome.mutations}: {outcome.problems}", flush=True)
+        if time.monotonic() - last > 2:
+            last = time.monotonic()
+            print(f"… {outcome.run + 1}/{args.runs} runs, {failed} failed", file=sys.stderr, flush=True)
+    print(
+        f"{args.runs} mutated captures, {failed} failed, {time.monotonic() - started:.0f} s",
+        flush=True,
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
