@@ -133,14 +133,18 @@ ANGLE_TOL_DEG = 1e-6  # 19.2(1) "не менее 45 градусов": 44.999999
 LENGTH_TOL_MM = 1e-6  # float noise on distances compared with a configured limit
 
 
-def first_contact(shot: Shot, sensors: SensorSet, config: RulesConfig) -> tuple[int, Event] | None:
+def first_contact(
+    shot: Shot, sensors: SensorSet, config: RulesConfig, away: set[int] | None = None
+) -> tuple[int, Event] | None:
     """Index and event of the cue ball's first contact with an object ball.
 
     Note to 19.2: a stroke away from a touching ball that does not move is no
-    collision with it, so such a contact (reported at the stroke) is skipped.
+    collision with it, so such a contact (reported at the stroke) is skipped
+    (``away``: :func:`played_away`, if the caller has it already).
     """
     cue = shot.cue_ball
-    away = played_away(shot, config) if sensors.tracker else set()
+    if away is None:
+        away = played_away(shot, config) if sensors.tracker else set()
     for i, ev in enumerate(shot.events):
         if ev["type"] != "ball_contact":
             continue
@@ -434,7 +438,6 @@ def result_findings(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outc
 def _result(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outcome:
     item = "12.1" if shot.is_break else "20"
     out = Outcome()
-    first = first_contact(shot, sensors, config)
     if not sensors.contact_times:
         # Counted as if legal until the referee rules: the turn then follows the pots.
         out.pocketed = [e.get("ball") for e in shot.events if e["type"] == "pocket"]
@@ -443,6 +446,7 @@ def _result(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outcome:
         )
         return out
     away = played_away(shot, config) if sensors.tracker else set()
+    first = first_contact(shot, sensors, config, away)
     if away:
         balls = ", ".join(ball_name(b) for b in sorted(away))
         out.notes.append(
