@@ -46,6 +46,7 @@ class DaemonStats:
     link_losses: int = 0
     reboots: int = 0
     indicator_failures: int = 0
+    record_lost: int = 0  # bytes read but not recorded (disk full, ...): logged, refereeing went on
     decoder: dict[str, Any] = field(default_factory=dict)
 
 
@@ -64,6 +65,8 @@ class Daemon:
     ) -> None:
         self.pipeline = Pipeline(rules)
         self.record_dir = record_dir
+        # Opened now, so an unusable directory is an OSError here, before the port is touched.
+        self.recorder = CaptureRecorder(record_dir) if record_dir else None
         self.on_event = on_event or (lambda event: None)
         self.on_line = on_line or (lambda line: None)
         self.stats = DaemonStats()
@@ -76,7 +79,7 @@ class Daemon:
         self._bad_reported_at = 0.0
 
     def run(self, stop: threading.Event) -> DaemonStats:
-        recorder = CaptureRecorder(self.record_dir) if self.record_dir else None
+        recorder = self.recorder
         try:
             with self._transport.open(), self._link.start():
                 chunks = self._transport.chunks
@@ -89,6 +92,7 @@ class Daemon:
         finally:
             if recorder is not None:
                 recorder.close()
+                self.stats.record_lost = recorder.bytes_lost
         self.stats.decoder = vars(self.pipeline.decoder.stats())
         return self.stats
 

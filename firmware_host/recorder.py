@@ -15,6 +15,12 @@ may attach mid-stream, ICD §1).  With ``rx_times=True`` each part gets a
 ``.rxt`` side file: one :data:`RX_TIMES_DTYPE` record per chunk (16 bytes,
 little-endian ``u8 offset`` into the part, ``i8 host_rx_ns``).
 
+A write that fails (disk full, device gone) never reaches the caller: the
+part is closed where the disk stopped taking bytes, the failure is logged
+once, chunks are counted in :attr:`CaptureRecorder.bytes_lost` while it
+lasts, and every ``retry_s`` a new part is tried, so the recording resumes
+by itself when space returns (the gap is between two parts).
+
 >>> import tempfile
 >>> with tempfile.TemporaryDirectory() as d, CaptureRecorder(d) as rec:
 ...     rec.write(b"\\x00abc\\x00")
@@ -41,6 +47,9 @@ import numpy as np
 from .transport import Chunk
 
 log = logging.getLogger(__name__)
+
+RETRY_S = 1.0  # while the disk refuses bytes, a new part is tried at most this often
+REMIND_S = 60.0  # ... and the log is reminded at most this often
 
 RX_TIMES_DTYPE = np.dtype([("offset", "<u8"), ("host_rx_ns", "<i8")])
 _RX_RECORD = struct.Struct("<Qq")
@@ -78,6 +87,7 @@ class CaptureRecorder:
         max_seconds: float | None = None,
         flush_interval_s: float = 0.5,
         flush_bytes: int = 1 << 16,
+        retry_s: float = RETRY_S,
         rx_times: bool = False,
         started: datetime | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -93,7 +103,15 @@ class CaptureRecorder:
         self.paths: list[Path] = []
         self.bytes_written = 0
         self.dropped_after_close = 0  # chunks that arrived after close(): counted, not written
-        self.error: OSError | None = None  # last failure of the background flush
+        self.error: OSError | None = None  # the last write, flush or open that failed
+        self.retry_s = retry_s
+        self.bytes_lost = 0  # bytes read but not on disk because a write failed
+        self.failures = 0  # times recording stopped on an error (each logged once)
+        self._failing = False
+        self._lost_in_failure = 0
+        self._retry_at = 0.0
+        self._reminded_at = 0.0
+        self._part_name = ""
         self._clock = clock
         self._lock = threading.Lock()
         self._bin: BinaryIO | None = None
@@ -109,8 +127,8 @@ class CaptureRecorder:
 
     @property
     def path(self) -> Path:
-        """The part being written now."""
-        return self.paths[-1]
+        """The part being written now (or the last one that took bytes)."""
+        return self.paths[-1] if self.paths else self.directory / part_name(self.prefix, self.started, 1)
 
     def write(self, data: bytes, host_rx_ns: int | None = None) -> None:
         """Append bytes as read from the port; ``host_rx_ns`` feeds the ``.rxt`` side file."""
@@ -120,18 +138,33 @@ class CaptureRecorder:
             if self._closed:
                 self.dropped_after_close += 1
                 return
-            if self._bin is None or self._should_rotate(len(data)):
-                self._close_part()
-                self._open_part()  # an OSError here leaves no part open: the next write retries
-            assert self._bin is not None
-            if self._rxt is not None and host_rx_ns is not None:
-                self._rxt.write(_RX_RECORD.pack(self._part_bytes, host_rx_ns))
-            self._bin.write(data)
+            if self._failing and self._clock() < self._retry_at:
+                self._lose(len(data))
+                return
+            try:
+                if self._bin is None or self._should_rotate(len(data)):
+                    self._close_part()
+                    self._open_part()
+                assert self._bin is not None
+                if self._rxt is not None and host_rx_ns is not None:
+                    self._rxt.write(_RX_RECORD.pack(self._part_bytes, host_rx_ns))
+                self._bin.write(data)
+            except OSError as exc:
+                self._fail(exc, len(data))
+                return
             self._part_bytes += len(data)
             self.bytes_written += len(data)
             self._unflushed += len(data)
-            if self._unflushed >= self.flush_bytes:
+            if self._failing or self._unflushed >= self.flush_bytes:
+                # after a failure, flush at once: that proves the disk takes bytes again
                 self._flush_locked()
+            if self._failing and self._bin is not None:
+                self._failing = False
+                log.warning(
+                    "recording resumed in %s (%d bytes lost while it failed)",
+                    self._part_name,
+                    self._lost_in_failure,
+                )
 
     def record(self, chunk: Chunk) -> None:
         """``write`` for a transport :class:`~firmware_host.transport.Chunk` (an ``on_chunk``)."""
@@ -144,13 +177,16 @@ class CaptureRecorder:
                 self._flush_locked()
 
     def close(self) -> None:
-        """Flush, fsync and close the last part (idempotent)."""
+        """Flush, fsync and close the last part (idempotent; a failure is logged, not raised)."""
         self._stop.set()
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._close_part()
+            try:
+                self._close_part()
+            except OSError as exc:
+                self._fail(exc, 0)
         if self._flusher is not threading.current_thread():
             self._flusher.join(1.0)
 
@@ -176,35 +212,101 @@ class CaptureRecorder:
         path = self.directory / part_name(self.prefix, self.started, part)
         # "x": never overwrite an earlier recording that happened to share the second.
         self._bin = open(path, "xb")  # noqa: SIM115 - closed in _close_part
+        self.paths.append(path)
+        self._part_name = path.name
+        self._part_bytes = 0
         if self.rx_times:
             self._rxt = open(path.with_suffix(".rxt"), "xb")  # noqa: SIM115
-        self.paths.append(path)
-        self._part_bytes = 0
         self._part_opened = self._clock()
         log.info("recording to %s", path)
 
     def _close_part(self) -> None:
-        for f in (self._bin, self._rxt):
-            if f is not None:
-                f.flush()
-                os.fsync(f.fileno())
-                f.close()
+        files = [f for f in (self._bin, self._rxt) if f is not None]
+        for f in files:  # an OSError here leaves both open for _fail to account
+            f.flush()
+            os.fsync(f.fileno())
+        for f in files:
+            f.close()
         self._bin = self._rxt = None
         self._unflushed = 0
 
     def _flush_locked(self) -> None:
-        for f in (self._bin, self._rxt):
-            if f is not None:
-                f.flush()
+        try:
+            for f in (self._bin, self._rxt):
+                if f is not None:
+                    f.flush()
+        except OSError as exc:
+            self._fail(exc, 0)
+            return
         self._unflushed = 0
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self.flush_interval_s):
+            self.flush()
+
+    # -- failures ------------------------------------------------------------
+
+    def _lose(self, n: int) -> None:
+        self.bytes_lost += n
+        self._lost_in_failure += n
+        now = self._clock()
+        if now - self._reminded_at >= REMIND_S:
+            self._reminded_at = now
+            log.warning(
+                "still not recording (%s): %d bytes lost so far",
+                _why(self.error),
+                self._lost_in_failure,
+            )
+
+    def _fail(self, exc: OSError, incoming: int) -> None:
+        """Drop the part at the last byte the disk took; log once; retry in ``retry_s``."""
+        self.error = exc
+        attempted = self._part_bytes + incoming
+        on_disk = min(self._abandon_part(), attempted)
+        self.bytes_written += on_disk - self._part_bytes
+        self._part_bytes = on_disk
+        now = self._clock()
+        self._retry_at = now + self.retry_s
+        if not self._failing:
+            self._failing, self._lost_in_failure, self._reminded_at = True, 0, now
+            self.failures += 1
+            log.error(
+                "recording to %s failed (%s); refereeing goes on, recording resumes in a new "
+                "part when the disk takes bytes again",
+                self.directory,
+                _why(exc),
+            )
+        self._lose(attempted - on_disk)
+
+    def _abandon_part(self) -> int:
+        """Close the part without flushing what the disk refused; its bytes on disk."""
+        on_disk = 0
+        if self._bin is not None:
             try:
-                self.flush()
-            except OSError as exc:  # disk full, device gone: keep the last error, keep trying
-                self.error = exc
-                log.error("capture flush failed: %s", exc)
+                on_disk = os.fstat(self._bin.fileno()).st_size
+            except (OSError, ValueError):  # ValueError: closed, so flushed and synced
+                on_disk = self._part_bytes
+        for f in (self._bin, self._rxt):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:  # the refused bytes are still buffered: they are the loss
+                    pass
+        if self._bin is not None and on_disk == 0 and self.paths:
+            # nothing of this part reached the disk: no empty file, and its number is reused
+            path = self.paths.pop()
+            for name in (path, path.with_suffix(".rxt")):
+                try:
+                    name.unlink()
+                except OSError:
+                    pass
+        self._bin = self._rxt = None
+        self._unflushed = 0
+        return on_disk
+
+
+def _why(exc: OSError | None) -> str:
+    return "no error" if exc is None else exc.strerror or str(exc)
 
 
 def exit_on_signals(
