@@ -155,6 +155,11 @@ class StreamDecoder:
         return len(self._pending) if self._overflow_start < 0 else 0
 
     @property
+    def dropped_bytes(self) -> int:
+        """Bytes of an over-long run still without a delimiter: dropped as they arrived."""
+        return self._offset - self._overflow_start if self._overflow_start >= 0 else 0
+
+    @property
     def bad_total(self) -> int:
         """Bad frames so far, all reasons (cheap enough to ask per chunk)."""
         return int(self._bad.sum())

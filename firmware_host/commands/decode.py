@@ -3,16 +3,18 @@
 Reads the capture in chunks through the streaming decoder, so a capture of
 any size decodes in bounded memory.  ``--json`` writes the EVENTS.md line
 format; the default is an aligned table for people.  Exit status 1 when the
-capture held bad frames (they are listed and counted), 2 when it cannot be
-read.
+capture held bad frames (they are listed and counted) or ends in an
+over-long run of bytes without a delimiter (dropped as it came; the summary
+gives its length as ``dropped_bytes``), 2 when it cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, TextIO
+
+from ..cliutil import dumps
 
 CHUNK = 1 << 20
 
@@ -79,7 +81,7 @@ def _text_line(item: Any) -> str:
     return head + f"UNKNOWN 0x{item.msg_type:02X}  payload={item.payload.hex()}{retx}"
 
 
-def _summary(stats: Any, pending: int) -> dict[str, Any]:
+def _summary(stats: Any, pending: int, dropped: int) -> dict[str, Any]:
     return {
         "frames": stats.frames,
         "bad": stats.bad,
@@ -89,6 +91,7 @@ def _summary(stats: Any, pending: int) -> dict[str, Any]:
         "reboots": stats.reboots,
         "types": stats.per_type,
         "pending_bytes": pending,
+        "dropped_bytes": dropped,
     }
 
 
@@ -96,7 +99,7 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
     from protocol.catalogue import NODE_NAMES
 
     if as_json:
-        out.write(json.dumps({"summary": summary}) + "\n")
+        out.write(dumps({"summary": summary}) + "\n")
         return
     out.write(f"\n{summary['frames']} frames decoded")
     out.write(f", {sum(summary['bad'].values())} bad, {summary['unknown']} of unknown type")
@@ -109,6 +112,11 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
     )
     if summary["pending_bytes"]:
         out.write(f"  capture ends inside a frame ({summary['pending_bytes']} bytes)\n")
+    if summary["dropped_bytes"]:
+        out.write(
+            f"  capture ends in {summary['dropped_bytes']} bytes without a frame delimiter "
+            "(longer than any frame): dropped\n"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     from protocol.decoder import StreamDecoder
     from protocol.framing import BadFrame
 
-    from ..cliutil import UsageError, open_binary
+    from ..cliutil import UsageError, open_binary, read_chunk
 
     wanted = None
     if args.type:
@@ -126,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         wanted = {name.upper() for name in args.type}
 
     out = sys.stdout
-    line = (lambda item: json.dumps(_json_line(item))) if args.json else _text_line
+    line = (lambda item: dumps(_json_line(item))) if args.json else _text_line
     decoder = StreamDecoder()
     source = open_binary(args.capture)
     try:
@@ -134,18 +142,17 @@ def run(args: argparse.Namespace) -> int:
             out.write(
                 f"{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n"
             )
-        while chunk := source.read(CHUNK):
+        # Only reading is the capture's fault (exit 2); a write error is stdout's (cli.main).
+        while chunk := read_chunk(source, args.capture, CHUNK):
             for item in decoder.feed(chunk).items():
                 if wanted and getattr(item, "name", None) not in wanted:
                     continue
                 out.write(line(item) + "\n")
                 if args.strict and isinstance(item, BadFrame):
                     return 1
-    except OSError as exc:
-        raise UsageError(f"{args.capture}: {exc.strerror or exc}") from None
     finally:
-        if source is not sys.stdin.buffer:
-            source.close()
+        source.close()
     stats = decoder.stats()
-    _write_summary(out, _summary(stats, decoder.pending_bytes), args.json)
-    return 1 if stats.bad_total else 0
+    dropped = decoder.dropped_bytes
+    _write_summary(out, _summary(stats, decoder.pending_bytes, dropped), args.json)
+    return 1 if stats.bad_total or dropped else 0
