@@ -1,3 +1,6 @@
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while still importing: no traceback
+    raise SystemExit(130) from None
 
 raise SystemExit(main())

@@ -5,6 +5,11 @@ Each command lives in ``firmware_host.commands.<name>`` and exposes
 the simulator) stay inside ``run`` so ``--help`` and small commands start
 fast.  Exit status (EVENTS.md): 0 success, 1 input held reported errors,
 2 unusable arguments or unreadable input, with one line naming the culprit.
+
+Output: a reader that went away (``| head``, EPIPE) is normal use: quiet,
+status 0.  Any other failure to write stdout (``> /dev/full``) is one line
+naming stdout and status 2: the output named on the command line is
+unusable, like an argument.
 """
 
 from __future__ import annotations
@@ -12,10 +17,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any, TextIO
 
-from . import __version__
+from . import QUIET_SIGNALS, __version__, _exit_on_signal
 from .cliutil import UsageError
 
 COMMANDS: tuple[str, ...] = (
@@ -62,21 +71,98 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+class OutputError(Exception):
+    """Writing stdout failed for a reason other than the reader going away."""
+
+
+class _Stdout:
+    """sys.stdout, but a write error is an :class:`OutputError` (EPIPE stays BrokenPipeError)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def _guard(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self._stream, method)(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.strerror or str(exc)) from None
+
+    def write(self, text: str) -> int:
+        return int(self._guard("write", text))
+
+    def writelines(self, lines: Any) -> None:
+        self._guard("writelines", lines)
+
+    def flush(self) -> None:
+        self._guard("flush")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _discard_stdout(stream: TextIO) -> None:
+    """Point fd 1 at /dev/null so what is still buffered cannot fail again at exit."""
     try:
-        return int(args._run(args))
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real fd (a test's capture): nothing to do
+        pass
+
+
+def _say(command: str, text: str) -> None:
+    if sys.stderr is not None:
+        sys.stderr.write(f"firmware-host{' ' + command if command else ''}: {text}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    stdout = sys.stdout
+    if stdout is None:  # started with stdout closed (`>&-`)
+        _say("", "stdout is closed")
+        return 2
+    sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
+    # SIGINT, SIGTERM, SIGHUP: exit 128 + signal with every `finally` run (`run` has its own).
+    previous = (
+        {sig: signal.signal(sig, _exit_on_signal) for sig in QUIET_SIGNALS}
+        if threading.current_thread() is threading.main_thread()
+        else {}
+    )
+    command = ""
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # --help, --version, or a bad argument (already said)
+            sys.stdout.flush()
+            return exc.code if isinstance(exc.code, int) else 0
+        command = args.command
+        logging.basicConfig(
+            level=logging.WARNING - 10 * min(args.verbose, 2),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
+        status = int(args._run(args))
+        sys.stdout.flush()
+        return status
     except UsageError as exc:
-        sys.stderr.write(f"firmware-host {args.command}: {exc}\n")
+        _say(command, str(exc))
         return 2
     except BrokenPipeError:
         # `firmware-host decode big.bin | head` is normal use, not an error.
-        sys.stderr.close()
+        _discard_stdout(stdout)
         return 0
+    except OutputError as exc:
+        _discard_stdout(stdout)
+        _say(command, f"stdout: {exc}")
+        return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sys.stdout = stdout
+        try:
+            stdout.flush()
+        except OSError:  # already reported (or the reader left): never again at exit
+            _discard_stdout(stdout)

@@ -1,22 +1,117 @@
-"""Pieces every subcommand shares: input files, port options, usage errors."""
+"""Pieces every subcommand shares: input files, option types, ports, usage errors.
+
+Every numeric option goes through one of the ``type=`` helpers here
+(:func:`finite_float`, :func:`int_in`), so a NaN, an infinity or a value
+out of range is one line from argparse and exit status 2, the same in
+every command (EVENTS.md).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import math
+import os
+import stat
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+MIN_BAUD, MAX_BAUD = 50, 12_000_000  # the slowest standard rate, the fastest USB UART
+SEED_MAX = 2**32 - 1  # numpy seeds must be non-negative; one 32-bit word keeps them portable
 
 
 class UsageError(Exception):
     """Unusable argument or unreadable input: one line, exit status 2."""
 
 
+# -- option types ------------------------------------------------------------------
+
+
+def _bounds(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    parts = []
+    if lo is not None:
+        parts.append(f"{'>' if lo_open else '>='} {lo:.12g}")
+    if hi is not None:
+        parts.append(f"{'<' if hi_open else '<='} {hi:.12g}")
+    return " and ".join(parts)
+
+
+def finite_float(
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number within ``[lo, hi]`` (open ends on request).
+
+    >>> finite_float(0, 10, lo_open=True)("2.5")
+    2.5
+    """
+    bounds = _bounds(lo, hi, lo_open, hi_open)
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number {bounds}")
+        below = lo is not None and (value <= lo if lo_open else value < lo)
+        above = hi is not None and (value >= hi if hi_open else value > hi)
+        if below or above:
+            raise argparse.ArgumentTypeError(f"{text}: must be {bounds}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer from ``lo`` to ``hi``.
+
+    >>> int_in(1, 15)("7")
+    7
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text}: must be from {lo} to {hi}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def positive_int(hi: int = 2**63 - 1) -> Callable[[str], int]:
+    return int_in(1, hi)
+
+
+# -- inputs ------------------------------------------------------------------------
+
+
+def _stdin_buffer() -> BinaryIO:
+    if sys.stdin is None:  # started with stdin closed (`<&-`)
+        raise UsageError("-: no input (stdin is closed)")
+    return sys.stdin.buffer
+
+
 def read_binary(path: str) -> bytes:
     """A whole capture from a file, or from stdin for ``-``."""
-    if path == "-":
-        return sys.stdin.buffer.read()
     try:
+        if path == "-":
+            return _stdin_buffer().read()
         return Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
@@ -25,9 +120,17 @@ def read_binary(path: str) -> bytes:
 def open_binary(path: str) -> BinaryIO:
     """A capture opened for streaming, or stdin for ``-``."""
     if path == "-":
-        return sys.stdin.buffer
+        return _stdin_buffer()
     try:
         return open(path, "rb")
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+
+
+def read_chunk(source: BinaryIO, path: str, size: int) -> bytes:
+    """One read of a streamed input; an error reading it is the input's fault (exit 2)."""
+    try:
+        return source.read(size)
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
 
@@ -35,11 +138,47 @@ def open_binary(path: str) -> BinaryIO:
 def open_text(path: str) -> TextIO:
     """A JSON Lines input, or stdin for ``-``."""
     if path == "-":
+        if sys.stdin is None:
+            raise UsageError("-: no input (stdin is closed)")
         return sys.stdin
     try:
         return open(path, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
+
+
+def require_frames(path: str, frames: int, bad: int) -> None:
+    """A capture with not one good frame is not a capture (``events``, ``replay``)."""
+    if frames == 0:
+        raise UsageError(f"{path}: no valid frame in {bad} bad ones: not a capture")
+
+
+# -- outputs -----------------------------------------------------------------------
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` that never writes NaN or Infinity (they are not JSON).
+
+    A non-finite number is a bug upstream; it is written as ``null`` and logged.
+    """
+    try:
+        return json.dumps(obj, allow_nan=False, **kwargs)
+    except ValueError:
+        log.warning("a non-finite number in the output was written as null: %.200r", obj)
+        return json.dumps(_finite(obj), allow_nan=False, **kwargs)
+
+
+# -- live commands -----------------------------------------------------------------
 
 
 def add_port_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,15 +187,105 @@ def add_port_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--port",
         metavar="URL",
-        help="serial device or pyserial URL (socket://, rfc2217://, loop://); "
+        help="serial device or pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT, loop://); "
         "default: the built-in virtual table on a pseudo-terminal",
     )
     group.add_argument(
         "--baud",
-        type=int,
+        type=int_in(MIN_BAUD, MAX_BAUD),
         default=921_600,
-        help="UART baud rate (default 921600; ignored by USB CDC)",
+        help=f"UART baud rate, {MIN_BAUD} to {MAX_BAUD} (default 921600; ignored by USB CDC)",
     )
+
+
+NETWORK_SCHEMES = ("socket", "rfc2217")
+
+
+def check_port(url: str) -> None:
+    """``--port``: a serial device that exists, or a URL pyserial can use; else UsageError.
+
+    A typo is a usage error at once; a table that is only absent (a cable
+    out, a server not up yet) is waited for by the daemon.
+    """
+    if "://" in url:
+        _check_url(url)
+    else:
+        _check_device(url)
+
+
+def _check_url(url: str) -> None:
+    import serial
+
+    try:
+        serial.serial_for_url(url, do_not_open=True)
+    except (ValueError, serial.SerialException) as exc:
+        raise UsageError(f"--port {url}: {exc}") from None
+    scheme = url.partition("://")[0].lower()
+    if scheme in NETWORK_SCHEMES:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise UsageError(f"--port {url}: {exc}") from None
+        if not parts.hostname or port is None or port == 0:
+            raise UsageError(f"--port {url}: needs {scheme}://HOST:PORT (a port from 1 to 65535)")
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a device"
+
+
+def _check_device(path: str) -> None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"--port {path}: no such device") from None
+    except OSError as exc:
+        raise UsageError(f"--port {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISCHR(st.st_mode):
+        raise UsageError(f"--port {path}: {_kind(st.st_mode)}, not a serial device")
+    # sysfs names the class of a registered device without opening it (an open may
+    # reset a board through DTR); pseudo-terminals are not registered there.
+    subsystem = f"/sys/dev/char/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/subsystem"
+    if os.path.exists(subsystem):
+        tty = os.path.basename(os.path.realpath(subsystem)) == "tty"
+    else:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError as exc:
+            raise UsageError(f"--port {path}: {exc.strerror or exc}") from None
+        try:
+            tty = os.isatty(fd)
+        finally:
+            os.close(fd)
+    if not tty:
+        raise UsageError(f"--port {path}: a character device that is not a tty, not a serial device")
+
+
+def record_dir(path: str) -> Path:
+    """``--record DIR``: created if missing; UsageError if it cannot hold a recording."""
+    directory = Path(path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(f"--record {path}: exists and is not a directory") from None
+    except OSError as exc:
+        raise UsageError(f"--record {path}: cannot create it: {exc.strerror or exc}") from None
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--record {path}: cannot write in it: {exc.strerror or exc}") from None
+    return directory
 
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
