@@ -10,6 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cliutil import finite_float
+
+
+MAX_FROZEN_GAP_MM = 34.0  # half a ball: farther is no longer resting against the cushion
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -17,33 +22,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--frozen-gap",
-        type=float,
+        type=finite_float(0, MAX_FROZEN_GAP_MM),
         default=1.5,
         metavar="MM",
-        help="a ball this close to a cushion nose rests against it (default 1.5)",
+        help=f"a ball this close to a cushion nose rests against it, 0 to {MAX_FROZEN_GAP_MM:g} "
+        "(default 1.5)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from protocol.decoder import decode_capture
 
-    from ..cliutil import UsageError, read_binary
+    from ..cliutil import dumps, read_binary, require_frames
     from ..fusion.events import FusionParams
     from ..fusion.stream import ROW_TYPES, EventStream, events_from_rows
     from ..timing.rows import to_rows
 
-    if args.frozen_gap < 0:
-        raise UsageError(f"--frozen-gap {args.frozen_gap}: must not be negative")
     decoded = decode_capture(read_binary(args.capture))
-    if decoded.stats.frames == 0:
-        raise UsageError(
-            f"{args.capture}: no valid frame in {decoded.stats.bad_total} bad ones: not a capture"
-        )
+    require_frames(args.capture, decoded.stats.frames, decoded.stats.bad_total)
     rows, tracks = to_rows(decoded.tables, ROW_TYPES)
     stream = EventStream(fusion=FusionParams(frozen_gap_mm=args.frozen_gap))
     out = sys.stdout
     for event in events_from_rows(rows, tracks, stream):
-        out.write(json.dumps(event, separators=(", ", ": ")) + "\n")
+        out.write(dumps(event, separators=(", ", ": ")) + "\n")
     return 0

@@ -1,9 +1,11 @@
 """Judge ordered events (JSON Lines, EVENTS.md) and print verdicts and notices.
 
-Reads a file or ``-`` (stdin).  A line that is not a JSON object with an
-integer ``t_us``, a ``type`` and the keys its type needs (e.g. a cushion's
-``ball`` and ``cushion``), or an event earlier than the one before it, is
-unusable input: one line on stderr naming the line, exit status 2
+Reads a file or ``-`` (stdin).  Every line is checked against EVENTS.md's
+event shapes first (:mod:`.eventcheck`): a line that is not UTF-8, not a
+JSON object, lacks ``t_us``, ``type`` or the keys its type needs, holds a
+value of the wrong kind or out of range (a list where a ball belongs, a
+table without ``width_mm``, NaN), or an event earlier than the one before
+it, is unusable input: one line on stderr naming the line, exit status 2
 (events are never re-sorted: order is what the rules judge).
 """
 
@@ -20,33 +22,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import sys
 
-    from firmware_host.cliutil import UsageError, open_text
+    from firmware_host.cliutil import UsageError, dumps, open_binary
     from rules.config import RulesConfig
-    from rules.referee import Referee, missing_keys
+    from rules.referee import Referee
+
+    from .eventcheck import MAX_LINE, BadEvent, parse_line
 
     referee = Referee(config=RulesConfig(discipline=args.discipline))
     write = sys.stdout.write
     previous: tuple[int, int] | None = None
-    with open_text(args.events) as stream:
-        for number, text in enumerate(stream, start=1):
-            if not text.strip():
+    stream = open_binary(args.events)
+    try:
+        number = 0
+        while True:
+            try:
+                raw = stream.readline(MAX_LINE + 1)
+            except OSError as exc:
+                raise UsageError(f"{args.events}: {exc.strerror or exc}") from None
+            if not raw:
+                break
+            number += 1
+            if not raw.strip():
                 continue
             where = f"{args.events} line {number}"
             try:
-                event = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{where}: not JSON ({exc.msg})") from None
-            if not isinstance(event, dict):
-                raise UsageError(f"{where}: not a JSON object")
-            missing = missing_keys(event)
-            if missing:
-                raise UsageError(f"{where}: no {', '.join(repr(k) for k in missing)}")
+                event = parse_line(raw)
+            except BadEvent as exc:
+                raise UsageError(f"{where}: {exc}") from None
             t_us = event["t_us"]
-            if not isinstance(t_us, int) or isinstance(t_us, bool):
-                raise UsageError(f"{where}: t_us {t_us!r} is not an integer")
             if previous is not None and t_us < previous[1]:
                 raise UsageError(
                     f"{where}: t_us {t_us} is earlier than line {previous[0]}'s {previous[1]} "
@@ -54,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
                 )
             previous = (number, t_us)
             for line in referee.feed(event):
-                write(json.dumps(line) + "\n")
+                write(dumps(line) + "\n")
+    finally:
+        stream.close()
     for line in referee.finish():
-        write(json.dumps(line) + "\n")
+        write(dumps(line) + "\n")
     return 0

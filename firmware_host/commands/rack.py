@@ -2,48 +2,53 @@
 
 Apex on the back mark, rows towards the back cushion, the base filled from
 the middle outwards, the apex ball moved into the base where symmetry needs
-it.  ``--json`` prints ``{"n": N, "balls": [[x_mm, y_mm], ...]}``.
+it.  ``--json`` prints ``{"n": N, "balls": [[x_mm, y_mm], ...]}``.  Sizes
+must be finite and positive and the full triangle must lie on the cloth.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from ..cliutil import finite_float
+
+MAX_SIZE_MM = 100_000.0
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from protocol.geometry import DEFAULT_TABLE
+    from rules.rack import MAX_BALLS
 
-    parser.add_argument("n", metavar="N", type=int, help="white balls to rack, 1 to 15")
+    from ..cliutil import int_in
+
+    size = finite_float(0, MAX_SIZE_MM, lo_open=True)
+    parser.add_argument(
+        "n", metavar="N", type=int_in(1, MAX_BALLS), help=f"white balls to rack, 1 to {MAX_BALLS}"
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable positions")
     parser.add_argument(
-        "--length", type=float, default=DEFAULT_TABLE.length_mm, help="table length, mm"
+        "--length", type=size, default=DEFAULT_TABLE.length_mm, help="table length, mm"
     )
-    parser.add_argument(
-        "--width", type=float, default=DEFAULT_TABLE.width_mm, help="table width, mm"
-    )
-    parser.add_argument(
-        "--ball", type=float, default=DEFAULT_TABLE.ball_mm, help="ball diameter, mm"
-    )
+    parser.add_argument("--width", type=size, default=DEFAULT_TABLE.width_mm, help="table width, mm")
+    parser.add_argument("--ball", type=size, default=DEFAULT_TABLE.ball_mm, help="ball diameter, mm")
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import sys
 
-    from firmware_host.cliutil import UsageError
+    from firmware_host.cliutil import UsageError, dumps
     from protocol.geometry import Table
-    from rules.rack import MAX_BALLS, rack_positions, rack_slots
+    from rules.rack import rack_positions, rack_slots
 
-    if not 1 <= args.n <= MAX_BALLS:
-        raise UsageError(f"N: a rack holds 1 to {MAX_BALLS} balls, not {args.n}")
-    if min(args.length, args.width, args.ball) <= 0 or args.ball * 5 > args.width:
-        raise UsageError(
-            "--length/--width/--ball: need positive sizes and a rack that fits across the table"
-        )
+    from .eventcheck import table_problem
+
+    problem = table_problem(args.length, args.width, args.ball)
+    if problem:
+        raise UsageError(f"--length/--width/--ball: {problem}")
     table = Table(args.length, args.width, args.ball)
     balls = [[round(x, 3), round(y, 3)] for x, y in rack_positions(args.n, table)]
     if args.json:
-        sys.stdout.write(json.dumps({"n": args.n, "balls": balls}) + "\n")
+        sys.stdout.write(dumps({"n": args.n, "balls": balls}) + "\n")
         return 0
     sys.stdout.write(
         f"rack of {args.n} on a {table.length_mm:g} x {table.width_mm:g} mm table, ball {table.ball_mm:g} mm; "

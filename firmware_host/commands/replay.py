@@ -2,13 +2,14 @@
 
 The capture's bytes go through the same decoder, timing core, fusion and
 referee objects the daemon uses, in serial-read-sized chunks, so the
-verdicts are exactly the live ones.  Writes EVENTS.md verdict lines.
+verdicts are exactly the live ones.  Writes EVENTS.md verdict lines.  A
+file without one valid frame (empty, random bytes) is not a capture: one
+line and exit status 2, as in ``events``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..cliutil import add_rules_arguments
@@ -21,13 +22,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from protocol.decoder import decode_capture
     from rules import RulesConfig
 
-    from ..cliutil import read_binary
+    from ..cliutil import dumps, read_binary, require_frames
     from ..pipeline import replay
 
     data = read_binary(args.capture)
     result = replay(data, RulesConfig(discipline=args.discipline))
+    if not (result.events or result.lines):
+        # Nothing decided: count the frames (again, in bulk) to tell "no capture" from a quiet one.
+        stats = decode_capture(data).stats
+        require_frames(args.capture, stats.frames, stats.bad_total)
     out = sys.stdout
     items = (
         sorted(result.events + result.lines, key=lambda x: x["t_us"])
@@ -35,5 +41,5 @@ def run(args: argparse.Namespace) -> int:
         else result.lines
     )
     for item in items:
-        out.write(json.dumps(item) + "\n")
+        out.write(dumps(item) + "\n")
     return 0

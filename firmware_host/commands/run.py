@@ -4,17 +4,41 @@ With no --port, the built-in virtual table is started on a pseudo-terminal
 (a separate process speaking the real wire protocol) and the daemon
 referees its match, then stops when the match is over.  Verdicts go to
 stdout (a readable view, or --json lines of EVENTS.md), logs to stderr.
+
+--port must name a serial device (a character device that is a tty) or a
+pyserial URL (socket:// and rfc2217:// with HOST:PORT); anything else is a
+usage error at once, while a table that is only absent is waited for.
+--record DIR is created if missing; a full disk later is logged and the
+refereeing goes on.  SIGINT, SIGTERM or SIGHUP at any moment: the virtual
+table is terminated, the recording closed, exit status 128 + the signal
+(130, 143, 129).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import signal
 import subprocess
 import sys
 import threading
+from types import FrameType
+from typing import Any
 
-from ..cliutil import UsageError, add_port_arguments, add_rules_arguments
+from ..cliutil import (
+    UsageError,
+    add_port_arguments,
+    add_rules_arguments,
+    check_port,
+    finite_float,
+    record_dir,
+)
+from .simulate import MINUTES, SEED, SPEED
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+GRACE_S = 10.0  # after a signal, an orderly stop gets this long, then the process ends anyway
+TABLE_EXIT_S = 5.0  # the virtual table's time to close its pty after SIGTERM
+MAX_DURATION_S = 366 * 86_400.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,25 +46,119 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="verdicts and notices as JSON Lines")
     parser.add_argument("--events", action="store_true", help="also show every ordered event")
     parser.add_argument(
-        "--record", metavar="DIR", help="record the raw capture into DIR (rotating .bin)"
+        "--record",
+        metavar="DIR",
+        help="record the raw capture into DIR (rotating .bin; created if missing)",
     )
-    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    parser.add_argument(
+        "--duration",
+        type=finite_float(0, MAX_DURATION_S, lo_open=True),
+        metavar="S",
+        help="stop after S seconds (at most a year)",
+    )
     add_rules_arguments(parser)
     virtual = parser.add_argument_group("built-in virtual table (no --port)")
     virtual.add_argument(
-        "--scenario", metavar="NAME", help="a named scenario (see simulate --scenario list)"
+        "--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)"
     )
-    virtual.add_argument("--seed", type=int, default=0, help="random match seed (default 0)")
+    virtual.add_argument("--seed", type=SEED, default=0, help="random match seed (default 0)")
     virtual.add_argument(
-        "--minutes", type=float, default=2.0, help="random match length (default 2)"
+        "--minutes", type=MINUTES, default=2.0, help="random match length (default 2)"
     )
     virtual.add_argument(
-        "--speed", type=float, default=10.0, help="play this many times real time (default 10)"
+        "--speed", type=SPEED, default=10.0, help="play this many times real time (default 10)"
     )
     virtual.add_argument("--sensors", choices=("minimum", "middle", "full"), default="full")
 
 
-def _virtual_table(args: argparse.Namespace) -> subprocess.Popen:
+class _Interrupted(BaseException):
+    """A signal while starting up (a blocking read, an import): unwind to the cleanup."""
+
+
+class _Signals:
+    """SIGINT/SIGTERM/SIGHUP for the whole run, remembered so none can be lost.
+
+    The handler records the signal and sets ``stop``; the daemon loop sees
+    that within a tick.  Only while starting up (``raising``) does it also
+    raise, to break a blocking read.  An exception raised from a signal
+    handler can be swallowed (it may land in a callback whose errors are
+    only printed, e.g. numba's), so the exit status comes from the record,
+    never from the exception.  If the orderly stop takes longer than
+    ``GRACE_S`` (a kernel compiling), or a second signal comes, the
+    virtual table is killed and the process ends at once.
+    """
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.signum: int | None = None
+        self.raising = True
+        self.table: subprocess.Popen[str] | None = None
+        self._watchdog: threading.Timer | None = None
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS}
+
+    @property
+    def status(self) -> int | None:
+        return None if self.signum is None else 128 + self.signum
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None:
+            self._hard_exit()
+        self.signum = signum
+        self.stop.set()
+        self._watchdog = threading.Timer(GRACE_S, self._hard_exit)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+        if self.raising:
+            raise _Interrupted
+
+    def _hard_exit(self) -> None:
+        if self.table is not None:
+            _kill(self.table)
+        os._exit(self.status or 1)
+
+    def restore(self) -> None:
+        """The previous handlers back; the stop is done, so no watchdog either."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def _kill(table: subprocess.Popen[str]) -> None:
+    try:
+        table.kill()
+    except OSError:  # already gone
+        pass
+
+
+def _end_table(table: subprocess.Popen[str]) -> None:
+    """Terminate the virtual table and reap it; kill it if it does not go."""
+    if table.poll() is None:
+        table.terminate()
+        try:
+            table.wait(TABLE_EXIT_S)
+        except subprocess.TimeoutExpired:
+            table.kill()
+            table.wait()
+
+
+def _child_setup(parent: int) -> Any:
+    """Runs in the forked child before exec: no signal blocked, dies with its parent."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+
+    def setup() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return setup
+
+
+def _virtual_table(args: argparse.Namespace, signals: _Signals) -> subprocess.Popen[str]:
     cmd = [
         sys.executable,
         "-m",
@@ -59,93 +177,124 @@ def _virtual_table(args: argparse.Namespace) -> subprocess.Popen:
     ]
     if args.scenario:
         cmd += ["--scenario", args.scenario]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-
-
-def _check_port(url: str) -> None:
-    """A typo in --port is a usage error; a cable pulled later is survived."""
-    import os
-
-    import serial
-
-    if "://" not in url and not os.path.exists(url):
-        raise UsageError(f"--port {url}: no such device")
+    setup = _child_setup(os.getpid()) if sys.platform.startswith("linux") else None
+    # No signal between the fork and knowing the child's pid: it could not be terminated.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
-        serial.serial_for_url(url, do_not_open=True)
-    except (ValueError, serial.SerialException) as exc:
-        raise UsageError(f"--port {url}: {exc}") from None
+        table = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # a terminal's Ctrl-C reaches us; we end the table
+            preexec_fn=setup,  # noqa: PLW1509 - no other thread runs yet
+        )
+        signals.table = table
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return table
+
+
+def _check_scenario(name: str) -> bool:
+    """True if ``--scenario list`` was asked (the names are printed)."""
+    from ..virtual_table import scenarios
+
+    if name == "list":
+        sys.stdout.write("".join(f"{n}\n" for n in sorted(scenarios.SCENARIOS)))
+        return True
+    if name not in scenarios.SCENARIOS:
+        names = ", ".join(sorted(scenarios.SCENARIOS))
+        raise UsageError(f"--scenario {name}: unknown (one of: {names})")
+    return False
 
 
 def run(args: argparse.Namespace) -> int:
-    from rules import RulesConfig
-
-    from ..daemon import Daemon
-    from ..liveview import event_text, line_text
-    from ..recorder import exit_on_signals
-
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError(f"--duration {args.duration}: must be positive")
-    if args.speed <= 0:
-        raise UsageError(f"--speed {args.speed}: must be positive")
-
     out = sys.stdout
 
     def show(text: str) -> None:
         out.write(text + "\n")
         out.flush()
 
-    on_line = (
-        (lambda line: show(json.dumps(line))) if args.json else (lambda line: show(line_text(line)))
-    )
-    on_event = None
-    if args.events:
-        on_event = (lambda e: show(json.dumps(e))) if args.json else (lambda e: show(event_text(e)))
-
     stop = threading.Event()
+    signals = _Signals(stop)
     table = None
-    url = args.port
-    if url is not None:
-        _check_port(url)
-    else:
-        table = _virtual_table(args)
-        url = table.stdout.readline().strip()
-        if not url:
-            raise UsageError("the virtual table did not start (see the message above)")
-
-        def match_over() -> None:
-            # the table says "match over" before it closes its pty (or just exits)
-            for line in table.stdout:
-                if line.strip() == "match over":
-                    break
-            stop.set()
-
-        threading.Thread(target=match_over, daemon=True).start()
-    if args.duration is not None:
-        threading.Timer(args.duration, stop.set).start()
-
-    daemon = Daemon(
-        url,
-        baud=args.baud,
-        rules=RulesConfig(discipline=args.discipline),
-        record_dir=args.record,
-        on_event=on_event,
-        on_line=on_line,
-    )
-    restore = exit_on_signals()
+    stats = None
     try:
-        stats = daemon.run(stop)
-    except KeyboardInterrupt:
-        stop.set()
-        return 130
+        try:
+            if args.port is None and args.scenario is not None and _check_scenario(args.scenario):
+                return 0
+            if args.port is not None:
+                check_port(args.port)
+            record = record_dir(args.record) if args.record else None
+
+            from rules import RulesConfig
+
+            from ..cliutil import dumps
+            from ..daemon import Daemon
+            from ..liveview import event_text, line_text
+
+            on_line = (lambda line: show(dumps(line))) if args.json else (
+                lambda line: show(line_text(line))
+            )
+            on_event = None
+            if args.events:
+                on_event = (lambda e: show(dumps(e))) if args.json else (
+                    lambda e: show(event_text(e))
+                )
+            url = args.port
+            if url is None:
+                table = _virtual_table(args, signals)
+                assert table.stdout is not None
+                url = table.stdout.readline().strip()
+                if not url:
+                    raise UsageError("the virtual table did not start (see the message above)")
+
+                def match_over(lines: Any) -> None:
+                    # the table says "match over" before it closes its pty (or just exits)
+                    for line in lines:
+                        if line.strip() == "match over":
+                            break
+                    stop.set()
+
+                threading.Thread(target=match_over, args=(table.stdout,), daemon=True).start()
+            try:
+                daemon = Daemon(
+                    url,
+                    baud=args.baud,
+                    rules=RulesConfig(discipline=args.discipline),
+                    record_dir=record,
+                    on_event=on_event,
+                    on_line=on_line,
+                )
+            except OSError as exc:
+                raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
+        finally:
+            signals.raising = False
+        if signals.signum is None:
+            if args.duration is not None:
+                timer = threading.Timer(args.duration, stop.set)
+                timer.daemon = True
+                timer.start()
+            stats = daemon.run(stop)
+    except _Interrupted:
+        pass
+    except Exception:
+        if signals.status is not None:  # whatever broke after the signal, the signal decides
+            return signals.status
+        raise
     finally:
-        restore()
+        signals.raising = False
         stop.set()
         if table is not None:
-            table.terminate()
-            table.wait()
+            _end_table(table)
+        signals.restore()
+    if signals.status is not None:
+        return signals.status
+    assert stats is not None
+    lost = f", {stats.record_lost} bytes not recorded" if stats.record_lost else ""
     sys.stderr.write(
         f"firmware-host run: {stats.verdicts} verdicts, {stats.events} events from {stats.bytes} bytes; "
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
-        f"link losses {stats.link_losses}, hub reboots {stats.reboots}\n"
+        f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
     )
     return 0

@@ -16,10 +16,17 @@ import sys
 import time
 from typing import Any
 
-from ..cliutil import UsageError
+from ..cliutil import SEED_MAX, UsageError, finite_float, int_in
 
 SENSOR_SETS = ("minimum", "middle", "full")
 HANG_UP_S = 0.5  # after "match over", before the pty closes
+MAX_MINUTES = 24 * 60.0  # a random match of a day is already a long test
+MIN_SPEED, MAX_SPEED = 0.01, 1000.0
+
+# The shared option types: `run` passes these options on to its virtual table.
+SEED = int_in(0, SEED_MAX)
+MINUTES = finite_float(0, MAX_MINUTES, lo_open=True)
+SPEED = finite_float(MIN_SPEED, MAX_SPEED)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,10 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)"
     )
     match.add_argument(
-        "--seed", type=int, default=0, help="random match and sensor noise seed (default 0)"
+        "--seed",
+        type=SEED,
+        default=0,
+        help=f"random match and sensor noise seed, 0 to {SEED_MAX} (default 0)",
     )
     match.add_argument(
-        "--minutes", type=float, default=10.0, help="length of a random match (default 10)"
+        "--minutes",
+        type=MINUTES,
+        default=10.0,
+        help=f"length of a random match, above 0 and at most {MAX_MINUTES:g} (default 10)",
     )
     table = parser.add_argument_group("virtual table")
     table.add_argument(
@@ -52,7 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     live = parser.add_argument_group("--pty")
     live.add_argument(
-        "--speed", type=float, default=1.0, help="play this many times faster (default 1)"
+        "--speed",
+        type=SPEED,
+        default=1.0,
+        help=f"play this many times faster, {MIN_SPEED:g} to {MAX_SPEED:g} (default 1)",
     )
     live.add_argument(
         "--loop", action="store_true", help="replay after a hub reboot instead of exiting"
@@ -73,13 +89,38 @@ def _match(args: argparse.Namespace) -> Any:
     from ..virtual_table import scenarios
 
     if args.scenario is None:
-        if args.minutes <= 0:
-            raise UsageError(f"--minutes {args.minutes}: must be positive")
         return scenarios.random_match(seed=args.seed, minutes=args.minutes)
     if args.scenario not in scenarios.SCENARIOS:
         names = ", ".join(sorted(scenarios.SCENARIOS))
         raise UsageError(f"--scenario {args.scenario}: unknown (one of: {names})")
     return scenarios.SCENARIOS[args.scenario]()
+
+
+def _within_match(plan: Any, duration_s: float) -> Any:
+    """Fault times are match times: each must fall in the match; a window ends with it."""
+    from dataclasses import replace
+
+    def at(t: float, what: str) -> float:
+        if not 0 <= t <= duration_s:
+            raise UsageError(
+                f"--faults: {what}@{t:g} is outside the match (0 to {duration_s:.0f} s)"
+            )
+        return t
+
+    def window(start: float, end: float, what: str) -> tuple[float, float]:
+        if end != end:  # NaN
+            raise UsageError(f"--faults: {what}@{start:g}-nan: the window has no end")
+        return at(start, what), min(end, duration_s)
+
+    return replace(
+        plan,
+        garbage_s=tuple(at(t, "garbage") for t in plan.garbage_s),
+        dropped_bytes_s=tuple(at(t, "drop") for t in plan.dropped_bytes_s),
+        reboots_s=tuple(at(t, "reboot") for t in plan.reboots_s),
+        offline=tuple((n, *window(a, b, f"offline:{n}")) for n, a, b in plan.offline),
+        stalls=tuple(window(a, b, "stall") for a, b in plan.stalls),
+        no_ack=tuple(window(a, b, "noack") for a, b in plan.no_ack),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,22 +136,20 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not (args.pty or args.capture):
         raise UsageError("one of --pty or --capture is needed (or --scenario list)")
-    if args.speed <= 0:
-        raise UsageError(f"--speed {args.speed}: must be positive")
     if args.pty and (args.truth or args.frame_truth):
         raise UsageError("--truth/--frame-truth go with --capture, not --pty")
     try:
         plan = FaultPlan.parse(args.faults)
     except ValueError as exc:
         raise UsageError(f"--faults: {exc}") from None
+    match = _match(args)
     cfg = HubConfig(
         sensors=args.sensors,
         tracker_hz=args.tracker_hz,
         near_wrap=args.near_wrap,
         seed=args.seed,
-        faults=plan,
+        faults=_within_match(plan, match.duration_s),
     )
-    match = _match(args)
     if args.capture:
         from ..virtual_table.capture import simulate
 
@@ -120,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{exc.filename}: {exc.strerror}") from None
         return 0
 
+    from ..recorder import exit_on_signals
     from ..virtual_table.peer import VirtualHub
 
     def rewire(n: int) -> Any:
@@ -132,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
         rewire=rewire if args.loop else None,
         wait_for_host=args.wait_host,
     )
+    restore = exit_on_signals()  # SIGTERM (from `run`, or a service manager): close the pty, 143
     sys.stdout.write(hub.device + "\n")
     sys.stdout.flush()
     try:
@@ -143,4 +184,5 @@ def run(args: argparse.Namespace) -> int:
         time.sleep(HANG_UP_S)
     finally:
         hub.close()
+        restore()
     return 0
