@@ -268,7 +268,9 @@ def _check_device(path: str) -> None:
         finally:
             os.close(fd)
     if not tty:
-        raise UsageError(f"--port {path}: a character device that is not a tty, not a serial device")
+        raise UsageError(
+            f"--port {path}: a character device that is not a tty, not a serial device"
+        )
 
 
 def record_dir(path: str) -> Path:

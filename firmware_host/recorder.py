@@ -128,7 +128,11 @@ class CaptureRecorder:
     @property
     def path(self) -> Path:
         """The part being written now (or the last one that took bytes)."""
-        return self.paths[-1] if self.paths else self.directory / part_name(self.prefix, self.started, 1)
+        return (
+            self.paths[-1]
+            if self.paths
+            else self.directory / part_name(self.prefix, self.started, 1)
+        )
 
     def write(self, data: bytes, host_rx_ns: int | None = None) -> None:
         """Append bytes as read from the port; ``host_rx_ns`` feeds the ``.rxt`` side file."""

@@ -234,7 +234,8 @@ def test_judge_never_writes_nan_or_infinity(files: dict[str, Path]) -> None:
     done = fh("judge", str(files["events.jsonl"]))
     assert done.returncode == 0, done.stderr
     for line in done.stdout.decode().splitlines():
-        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in {line}"))
+        assert "NaN" not in line and "Infinity" not in line, line
+        json.loads(line)
 
 
 # -- options ---------------------------------------------------------------------------
@@ -416,9 +417,7 @@ def test_a_full_disk_while_recording_is_logged_once_and_the_match_still_refereed
 ) -> None:
     fill(tmpfs, 8192)
     record = tmpfs / "new" / "dir"  # missing: created
-    done = fh(
-        "run", "--scenario", "double_hit", "--speed", "8", "--json", "--record", str(record)
-    )
+    done = fh("run", "--scenario", "double_hit", "--speed", "8", "--json", "--record", str(record))
     err = done.stderr.decode()
     assert "Traceback" not in err and done.returncode == 0, err
     assert err.count("failed (No space left on device)") == 1, err
@@ -452,9 +451,7 @@ def test_the_recording_resumes_when_space_returns(tmpfs: Path) -> None:
 
 def test_an_unusable_record_dir_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "file").write_bytes(b"")
-    one_line(
-        fh("run", "--record", str(tmp_path / "file"), timeout=60), 2, "not a directory"
-    )
+    one_line(fh("run", "--record", str(tmp_path / "file"), timeout=60), 2, "not a directory")
     readonly = tmp_path / "ro"
     readonly.mkdir()
     mounted = subprocess.run(

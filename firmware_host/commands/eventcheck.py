@@ -182,7 +182,9 @@ def _node(v: Any, what: str) -> None:
 def _arg(v: Any, what: str) -> None:
     ok = v is None or (_is_int(v) and 0 <= v <= 255) or (isinstance(v, str) and len(v) <= 32)
     if not ok:
-        raise BadEvent(f"{what} must be an integer from 0 to 255, a short string or null, not {_show(v)}")
+        raise BadEvent(
+            f"{what} must be an integer from 0 to 255, a short string or null, not {_show(v)}"
+        )
 
 
 def _two_balls(v: Any, what: str) -> None:
@@ -302,7 +304,7 @@ def parse_line(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadEvent(f"not UTF-8 (byte {exc.start}: {raw[exc.start] :#04x})") from None
+        raise BadEvent(f"not UTF-8 (byte {exc.start}: {raw[exc.start]:#04x})") from None
     try:
         event = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:

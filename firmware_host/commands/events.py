@@ -12,7 +12,6 @@ import sys
 
 from ..cliutil import finite_float
 
-
 MAX_FROZEN_GAP_MM = 34.0  # half a ball: farther is no longer resting against the cushion
 
 

@@ -29,8 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--length", type=size, default=DEFAULT_TABLE.length_mm, help="table length, mm"
     )
-    parser.add_argument("--width", type=size, default=DEFAULT_TABLE.width_mm, help="table width, mm")
-    parser.add_argument("--ball", type=size, default=DEFAULT_TABLE.ball_mm, help="ball diameter, mm")
+    parser.add_argument(
+        "--width", type=size, default=DEFAULT_TABLE.width_mm, help="table width, mm"
+    )
+    parser.add_argument(
+        "--ball", type=size, default=DEFAULT_TABLE.ball_mm, help="ball diameter, mm"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -94,7 +94,8 @@ class _Signals:
         self.raising = True
         self.table: subprocess.Popen[str] | None = None
         self._watchdog: threading.Timer | None = None
-        self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS}
+        main = threading.current_thread() is threading.main_thread()  # else Python refuses
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS} if main else {}
 
     @property
     def status(self) -> int | None:
@@ -233,13 +234,15 @@ def run(args: argparse.Namespace) -> int:
             from ..daemon import Daemon
             from ..liveview import event_text, line_text
 
-            on_line = (lambda line: show(dumps(line))) if args.json else (
-                lambda line: show(line_text(line))
+            on_line = (
+                (lambda line: show(dumps(line)))
+                if args.json
+                else (lambda line: show(line_text(line)))
             )
             on_event = None
             if args.events:
-                on_event = (lambda e: show(dumps(e))) if args.json else (
-                    lambda e: show(event_text(e))
+                on_event = (
+                    (lambda e: show(dumps(e))) if args.json else (lambda e: show(event_text(e)))
                 )
             url = args.port
             if url is None:

@@ -12,6 +12,7 @@ exact hub time of its stamp, for the timing core's tests).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from typing import Any
@@ -108,7 +109,7 @@ def _within_match(plan: Any, duration_s: float) -> Any:
         return t
 
     def window(start: float, end: float, what: str) -> tuple[float, float]:
-        if end != end:  # NaN
+        if math.isnan(end):
             raise UsageError(f"--faults: {what}@{start:g}-nan: the window has no end")
         return at(start, what), min(end, duration_s)
 
