@@ -1144,6 +1144,8 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
             st.fs[F_PRESENT] = rw[H_PRESENT] | 1
             st.fs[F_DOWN] = 0
             st.fs[F_TRK_N] = 0
+            # the tracker's history restarts: a run of still frames across the boot is no rest
+            st.fs[F_STILL_RUN] = 0
             st.rest_n[:] = 0
             if rw[H_LEN] > 0 and rw[H_WID] > 0 and rw[H_BALL] > 0:
                 st.geo[0] = rw[H_LEN]
