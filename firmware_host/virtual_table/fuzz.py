@@ -18,6 +18,7 @@ Run it with numba's bounds checking on, so that an index past a buffer is an
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 import traceback
@@ -44,14 +45,17 @@ class Outcome:
 
 
 def base_captures(minutes: float = 0.4) -> list[bytes]:
-    """Short virtual-table matches, one per sensor set, as the fuzzer's raw material."""
+    """Short virtual-table matches as the fuzzer's raw material: each sensor set, and a full
+    table whose clocks wrap and whose hub reboots mid-match."""
+    from .faults import FaultPlan
     from .hub import HubConfig, build_wire
     from .match import random_match
 
-    return [
-        b"".join(build_wire(random_match(seed, minutes), HubConfig(sensors=sensors, seed=seed)).chunks)
-        for seed, sensors in enumerate(("full", "middle", "minimum"), start=1)
+    configs = [
+        HubConfig(sensors=s, seed=seed) for seed, s in enumerate(("full", "middle", "minimum"), 1)
     ]
+    configs.append(HubConfig(seed=4, near_wrap=True, faults=FaultPlan(reboots_s=(minutes * 30,))))
+    return [b"".join(build_wire(random_match(c.seed, minutes), c).chunks) for c in configs]
 
 
 def _ordered(events: list[dict[str, Any]], where: str) -> list[str]:
@@ -59,7 +63,7 @@ def _ordered(events: list[dict[str, Any]], where: str) -> list[str]:
     problems = []
     if any(t < 0 for t in times):
         problems.append(f"{where}: negative t_us")
-    if any(b < a for a, b in zip(times, times[1:], strict=False)):
+    if any(b < a for a, b in itertools.pairwise(times)):
         problems.append(f"{where}: events out of t_us order")
     return problems
 
@@ -105,9 +109,7 @@ def check(data: bytes, rng: np.random.Generator) -> list[str]:
     return problems
 
 
-def runs(
-    bases: list[bytes], n_runs: int, seed: int, max_mutations: int = 4
-) -> Iterator[Outcome]:
+def runs(bases: list[bytes], n_runs: int, seed: int, max_mutations: int = 4) -> Iterator[Outcome]:
     """``n_runs`` mutated captures, each checked on every path."""
     rng = np.random.default_rng(seed)
     split = [mutate.split(b) for b in bases]
@@ -117,7 +119,7 @@ def runs(
         outcome = Outcome(run, names)
         try:
             outcome.problems = check(mutate.join(mutated), rng)
-        except Exception:  # the point of a fuzzer: any exception is a finding
+        except Exception:  # noqa: BLE001 -- the point of a fuzzer: any exception is a finding
             outcome.problems = [traceback.format_exc(limit=-3)]
         yield outcome
 
@@ -138,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {outcome.run} {outcome.mutations}: {outcome.problems}", flush=True)
         if time.monotonic() - last > 2:
             last = time.monotonic()
-            print(f"… {outcome.run + 1}/{args.runs} runs, {failed} failed", file=sys.stderr, flush=True)
+            print(
+                f"… {outcome.run + 1}/{args.runs} runs, {failed} failed",
+                file=sys.stderr,
+                flush=True,
+            )
     print(
         f"{args.runs} mutated captures, {failed} failed, {time.monotonic() - started:.0f} s",
         flush=True,
