@@ -147,6 +147,16 @@ def open_text(path: str) -> TextIO:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
 
 
+def report_losses(command: str, notices: list[str], losses: dict[str, int]) -> int:
+    """What the timing core and fusion counted, on stderr; exit status 1 if anything was lost."""
+    for notice in notices:
+        sys.stderr.write(f"firmware-host {command}: {notice}\n")
+    if not losses:
+        return 0
+    sys.stderr.write(f"firmware-host {command}: data lost or dropped: {losses}\n")
+    return 1
+
+
 def require_frames(path: str, frames: int, bad: int) -> None:
     """A capture with not one good frame is not a capture (``events``, ``replay``)."""
     if frames == 0:

@@ -60,9 +60,17 @@ class Pipeline:
         return Step(events, lines)
 
 
-def replay(data: bytes, rules: RulesConfig | None = None, chunk: int = REPLAY_CHUNK) -> Step:
-    """A whole capture through the live pipeline, as if read from the port."""
-    pipe = Pipeline(rules)
+def replay(
+    data: bytes,
+    rules: RulesConfig | None = None,
+    chunk: int = REPLAY_CHUNK,
+    pipe: Pipeline | None = None,
+) -> Step:
+    """A whole capture through the live pipeline, as if read from the port.
+
+    Pass ``pipe`` to read its counters afterwards (``pipe.events.losses()``).
+    """
+    pipe = pipe or Pipeline(rules)
     total = Step()
     for start in range(0, len(data), chunk):
         step = pipe.feed(data[start : start + chunk])

@@ -25,11 +25,12 @@ def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
     from rules import RulesConfig
 
-    from ..cliutil import dumps, read_binary, require_frames
-    from ..pipeline import replay
+    from ..cliutil import dumps, read_binary, report_losses, require_frames
+    from ..pipeline import Pipeline, replay
 
     data = read_binary(args.capture)
-    result = replay(data, RulesConfig(discipline=args.discipline))
+    pipe = Pipeline(RulesConfig(discipline=args.discipline))
+    result = replay(data, pipe=pipe)
     if not (result.events or result.lines):
         # Nothing decided: count the frames (again, in bulk) to tell "no capture" from a quiet one.
         stats = decode_capture(data).stats
@@ -42,4 +43,4 @@ def run(args: argparse.Namespace) -> int:
     )
     for item in items:
         out.write(dumps(item) + "\n")
-    return 0
+    return report_losses("replay", pipe.events.take_notices(), pipe.events.losses())

@@ -71,6 +71,19 @@ class EventStream:
     def counters(self) -> dict[str, int]:
         return {**self.timeline.counters, **self.fusion.counters}
 
+    def losses(self) -> dict[str, int]:
+        """The non-zero counters of data lost, dropped or refused, and of strange streams."""
+        return {k: v for k, v in self.counters.items() if k not in _TALLIES and v}
+
+    def take_notices(self) -> list[str]:
+        """What the stream did that a person should hear of once (clock steps, inferred boots)."""
+        notices, self.timeline.notices = self.timeline.notices, []
+        return notices
+
+
+#: Counters that tally the match, not trouble.
+_TALLIES = frozenset(("epochs", "shots"))
+
 
 def events_from_rows(
     rows: np.ndarray, tracks: np.ndarray, stream: EventStream | None = None

@@ -109,32 +109,43 @@ def check(data: bytes, rng: np.random.Generator) -> list[str]:
     return problems
 
 
-def runs(bases: list[bytes], n_runs: int, seed: int, max_mutations: int = 4) -> Iterator[Outcome]:
-    """``n_runs`` mutated captures, each checked on every path."""
-    rng = np.random.default_rng(seed)
+def one_run(split: list[list[bytes]], seed: int, run: int, max_mutations: int = 4) -> Outcome:
+    """Run number ``run`` of seed ``seed``: reproducible on its own (``--only``)."""
+    rng = np.random.default_rng([seed, run])
+    bodies = split[run % len(split)]
+    mutated, names = mutate.mutate(bodies, rng, int(rng.integers(1, max_mutations + 1)))
+    outcome = Outcome(run, names)
+    try:
+        outcome.problems = check(mutate.join(mutated), rng)
+    except Exception:  # noqa: BLE001 -- the point of a fuzzer: any exception is a finding
+        outcome.problems = [traceback.format_exc(limit=-3)]
+    return outcome
+
+
+def runs(bases: list[bytes], n_runs: int, seed: int, first: int = 0) -> Iterator[Outcome]:
+    """Runs ``first`` … ``first + n_runs - 1``, each a mutated capture checked on every path."""
     split = [mutate.split(b) for b in bases]
-    for run in range(n_runs):
-        bodies = split[run % len(split)]
-        mutated, names = mutate.mutate(bodies, rng, int(rng.integers(1, max_mutations + 1)))
-        outcome = Outcome(run, names)
-        try:
-            outcome.problems = check(mutate.join(mutated), rng)
-        except Exception:  # noqa: BLE001 -- the point of a fuzzer: any exception is a finding
-            outcome.problems = [traceback.format_exc(limit=-3)]
-        yield outcome
+    for run in range(first, first + n_runs):
+        yield one_run(split, seed, run)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="number of the first run (--runs 1 --first N: run N alone)",
+    )
     parser.add_argument("--minutes", type=float, default=0.4, help="length of each base capture")
     args = parser.parse_args(argv)
     started = time.monotonic()
     bases = base_captures(args.minutes)
     failed = 0
     last = time.monotonic()
-    for outcome in runs(bases, args.runs, args.seed):
+    for outcome in runs(bases, args.runs, args.seed, args.first):
         if outcome.problems:
             failed += 1
             print(f"run {outcome.run} {outcome.mutations}: {outcome.problems}", flush=True)
