@@ -48,6 +48,7 @@ class DaemonStats:
     indicator_failures: int = 0
     record_lost: int = 0  # bytes read but not recorded (disk full, ...): logged, refereeing went on
     decoder: dict[str, Any] = field(default_factory=dict)
+    losses: dict[str, int] = field(default_factory=dict)  # timing core and fusion (EventStream)
 
 
 class Daemon:
@@ -77,6 +78,8 @@ class Daemon:
         self._boot_id: int | None = None
         self._bad_seen = 0
         self._bad_reported_at = 0.0
+        self._losses_seen: dict[str, int] = {}
+        self._losses_reported_at = 0.0
 
     def run(self, stop: threading.Event) -> DaemonStats:
         recorder = self.recorder
@@ -94,6 +97,7 @@ class Daemon:
                 recorder.close()
                 self.stats.record_lost = recorder.bytes_lost
         self.stats.decoder = vars(self.pipeline.decoder.stats())
+        self.stats.losses = self.pipeline.events.losses()
         return self.stats
 
     def _turn(self, chunks: queue.SimpleQueue, recorder: CaptureRecorder | None) -> None:
@@ -116,6 +120,7 @@ class Daemon:
         decoded = self.pipeline.decoder.feed(chunk.data)
         self._frames(decoded)
         self._publish(self.pipeline.feed_decoded(decoded, chunk.host_rx_ns))
+        self._report_losses()
 
     def _frames(self, decoded: Decoded) -> None:
         """Frames the host itself acts on: ACKs, boots, node health, logs."""
@@ -166,6 +171,17 @@ class Daemon:
         if bad > self._bad_seen and now - self._bad_reported_at >= BAD_REPORT_S:
             log.warning("%d bad frames dropped so far (%s)", bad, decoder.stats().bad)
             self._bad_seen, self._bad_reported_at = bad, now
+
+    def _report_losses(self) -> None:
+        """The timing core's notices once each; its loss counters summed, at most once a second."""
+        events = self.pipeline.events
+        for notice in events.take_notices():
+            log.warning("%s", notice)
+        losses = events.losses()
+        now = time.monotonic()
+        if losses != self._losses_seen and now - self._losses_reported_at >= BAD_REPORT_S:
+            log.warning("timing and fusion dropped or refused data so far: %s", losses)
+            self._losses_seen, self._losses_reported_at = losses, now
 
     def _publish(self, step: Step) -> None:
         for event in step.events:

@@ -295,6 +295,8 @@ def run(args: argparse.Namespace) -> int:
         return signals.status
     assert stats is not None
     lost = f", {stats.record_lost} bytes not recorded" if stats.record_lost else ""
+    if stats.losses:
+        lost += f", timing and fusion dropped {stats.losses}"
     sys.stderr.write(
         f"firmware-host run: {stats.verdicts} verdicts, {stats.events} events from {stats.bytes} bytes; "
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
