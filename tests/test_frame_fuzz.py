@@ -39,4 +39,4 @@ def test_mutated_captures_never_crash_or_break_order_under_bounds_checks() -> No
         timeout=1800,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    assert done.stdout.splitlines()[-1].startswith(f"{RUNS} mutated captures, 0 failed")
+    assert done.stdout.splitlines()[-1].startswith(f"{RUNS} mutated captures, 0 failed,")

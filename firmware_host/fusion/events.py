@@ -195,6 +195,8 @@ class Fusion:
         self._heap: list[tuple[int, int, int, dict[str, Any]]] = []
         # every ball's whole path, at most: one shot's worth of tracker frames (points past it are counted)
         self._paths = np.empty((64 + 16 * k.SHOT_FRAMES, 4))
+        self._released_t = np.iinfo(np.int64).min
+        self._late = 0
 
     @property
     def counters(self) -> dict[str, int]:
@@ -203,6 +205,7 @@ class Fusion:
             "shots": int(fs[k.F_SHOT]),
             "events_dropped": int(fs[k.F_EV_CUT]),
             "path_points_dropped": int(fs[k.F_PATHS_CUT]),
+            "events_late": self._late,
         }
 
     def feed(self, ordered: Ordered, upto_hub_us: int) -> list[dict[str, Any]]:
@@ -241,7 +244,19 @@ class Fusion:
         return self._release(None)
 
     def _release(self, before: int | None) -> list[dict[str, Any]]:
+        """Events before ``before`` (all: None), in order.
+
+        The kernel's ``safe`` bound keeps every later emission at or after
+        what is released; should a strange stream ever break that, the
+        event is counted (``events_late``) and dropped, so the output is
+        always in ``t_us`` order.
+        """
         out = []
         while self._heap and (before is None or self._heap[0][0] < before):
-            out.append(heapq.heappop(self._heap)[3])
+            event = heapq.heappop(self._heap)[3]
+            if event["t_us"] < self._released_t:
+                self._late += 1
+                continue
+            self._released_t = event["t_us"]
+            out.append(event)
         return out

@@ -6,7 +6,8 @@ reboots without HELLO, duplicated and reordered frames …) and feeds the
 result through the batch path (``events``), the chunked replay (``replay``)
 and the live path (chunks stamped with a host clock, with ticks between).
 A run fails if any of them raises, if events leave ``t_us`` order or go
-negative, if a buffer overflowed, or if batch and replay disagree.
+negative, or if a buffer overflowed; runs where batch and replay disagree
+are counted apart.
 
 Run it with numba's bounds checking on, so that an index past a buffer is an
 ``IndexError`` here and not silent memory corruption in the daemon::
@@ -31,6 +32,10 @@ import numpy as np
 from . import mutate
 
 CHUNK_SIZES = (1, 7, 64, 512, 4096, 65536)
+#: Batch and replay agree on every stream within the datasheet (tests/test_timing_order.py);
+#: on a mutated one they may not (a clock jump re-times a derived contact by a few hundred µs):
+#: counted, not a failure.
+DIVERGED = "replay's events differ from the batch path's"
 
 
 @dataclass
@@ -101,7 +106,7 @@ def check(data: bytes, rng: np.random.Generator) -> list[str]:
     replayed = replay(data, chunk=int(rng.choice(CHUNK_SIZES[2:])))
     problems += _ordered(replayed.events, "replay")
     if replayed.events != batch:
-        problems.append("replay's events differ from the batch path's")
+        problems.append(DIVERGED)
     live, counters = _live(data, rng)
     problems += _ordered(live, "live")
     if counters.get("overflow"):
@@ -143,21 +148,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     bases = base_captures(args.minutes)
-    failed = 0
+    failed = diverged = 0
     last = time.monotonic()
     for outcome in runs(bases, args.runs, args.seed, args.first):
-        if outcome.problems:
+        diverged += DIVERGED in outcome.problems
+        failures = [p for p in outcome.problems if p != DIVERGED]
+        if failures:
             failed += 1
+        if outcome.problems:
             print(f"run {outcome.run} {outcome.mutations}: {outcome.problems}", flush=True)
         if time.monotonic() - last > 2:
             last = time.monotonic()
-            print(
-                f"… {outcome.run + 1}/{args.runs} runs, {failed} failed",
-                file=sys.stderr,
-                flush=True,
-            )
+            done = outcome.run + 1 - args.first
+            print(f"… {done}/{args.runs} runs, {failed} failed", file=sys.stderr, flush=True)
     print(
-        f"{args.runs} mutated captures, {failed} failed, {time.monotonic() - started:.0f} s",
+        f"{args.runs} mutated captures, {failed} failed, {diverged} where replay and batch "
+        f"differ, {time.monotonic() - started:.0f} s",
         flush=True,
     )
     return 1 if failed else 0
