@@ -67,6 +67,8 @@ class HubConfig:
 
     sensors: str = "full"
     tracker_hz: float = 120.0
+    # share of shots the camera films with its phase at one of their ball contacts (tests)
+    tracker_at_contacts: float = 0.0
     near_wrap: bool = False
     seed: int = 0
     faults: FaultPlan = field(default_factory=FaultPlan)
@@ -380,7 +382,7 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
     start_s, end_s = -cfg.lead_s, truth.duration_s + cfg.tail_s
     plan = cfg.faults.resolve(rng, truth.duration_s, cfg.nodes)
     timeline = Timeline.create(rng, start_s, plan.reboots_s, cfg.near_wrap)
-    batches = sense(truth, cfg.nodes, rng, cfg.tracker_hz)
+    batches = sense(truth, cfg.nodes, rng, cfg.tracker_hz, cfg.tracker_at_contacts)
     batches += [
         _hello_batch(timeline, cfg, truth),
         _heartbeat_batch(timeline, cfg, plan, end_s),
