@@ -480,7 +480,8 @@ def _result(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outcome:
             out.satisfied = _pot(item, ev0, ev)
         elif not (ev["type"] in ("cushion", "ball_contact") or _is_centre(ev)):
             continue
-        elif ev.get("ball", 0) is None or None in ev.get("balls", ()):
+        # certain: false -- a crossing neither the curtain nor the tracker settles (fusion)
+        elif ev.get("ball", 0) is None or None in ev.get("balls", ()) or ev.get("certain") is False:
             scan.unknown.append(ev)
         else:
             out.satisfied = scan.feed(ev)
@@ -490,10 +491,13 @@ def _result(shot: Shot, sensors: SensorSet, config: RulesConfig) -> Outcome:
     if out.satisfied is not None:
         return out
     if scan.unknown:
+        unsure = all(e.get("certain") is False for e in scan.unknown)
         out.open.append(
             Finding(
                 item,
-                "the tracker lost which ball some events belong to",
+                "a crossing of the centre line neither the curtain nor the tracker can settle"
+                if unsure
+                else "the tracker lost which ball some events belong to",
                 tuple(e["t_us"] for e in scan.unknown),
             )
         )
