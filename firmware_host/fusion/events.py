@@ -78,7 +78,12 @@ def fusion_arrays(params: FusionParams, table: Table) -> k.FusionArrays:
         rest_xy=np.zeros((16, 2)),
         rest_n=np.zeros(16, np.int64),
         pair_t=np.full((16, 16), never, np.int64),
-        cushion_last=np.full((6, 2), never, np.int64),
+        hit_t=np.full(16, never, np.int64),
+        cushion_hits=np.stack(
+            [np.full((6, k.CUSHION_MEMORY), v, np.int64) for v in (never, 0, -1, -1)], axis=-1
+        ),
+        line_side=np.zeros((16, 2), np.int64),
+        lheld=np.zeros((k.LINE_HELD, 6), np.int64),
         pend_snap=np.zeros((1, 16, 3)),
         pend_frozen=np.zeros((1, 16), np.int64),
         sb_t=np.zeros(k.SHOT_FRAMES, np.int64),
@@ -156,6 +161,8 @@ def to_dict(
             "line": LINE_NAMES[a],
             "direction": DIRECTIONS[b],
         }
+        if rec[k.O_C]:  # the ball stopped within the curtain's ambiguity, the tracker undecided
+            out["certain"] = False
     elif etype == k.EV_BALL_MOVED:
         out["ball"] = _ball(int(rec[k.O_BALL]))
     elif etype == k.EV_SHOT_END:
@@ -206,6 +213,11 @@ class Fusion:
             "events_dropped": int(fs[k.F_EV_CUT]),
             "path_points_dropped": int(fs[k.F_PATHS_CUT]),
             "events_late": self._late,
+            "snapshots_dropped": int(fs[k.F_SNAPS_CUT]),
+            "shot_frames_dropped": int(fs[k.F_SB_CUT]),
+            "held_full": int(fs[k.F_HELD_CUT]),
+            "played_dropped": int(fs[k.F_PLAYED_CUT]),
+            "cushion_hits_forgotten": int(fs[k.F_HITS_CUT]),
         }
 
     def feed(self, ordered: Ordered, upto_hub_us: int) -> list[dict[str, Any]]:
@@ -229,18 +241,21 @@ class Fusion:
             paths,
         )
         for rec in ev[:nev]:
-            heapq.heappush(
-                self._heap,
-                (
-                    int(rec[k.O_T]),
-                    int(rec[k.O_TYPE]),
-                    int(rec[k.O_SEQ]),
-                    to_dict(rec, snaps, frozen, paths),
-                ),
-            )
+            self._push(rec, snaps, frozen, paths)
         return self._release(int(safe))
 
+    def _push(
+        self, rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.ndarray
+    ) -> None:
+        key = (int(rec[k.O_T]), int(rec[k.O_TYPE]), int(rec[k.O_SEQ]))
+        heapq.heappush(self._heap, (*key, to_dict(rec, snaps, frozen, paths)))
+
     def flush(self) -> list[dict[str, Any]]:
+        """End of the input: decisions still waiting for more rows are taken, all is released."""
+        ev = np.empty((k.LINE_HELD, k.N_OUT), np.int64)
+        nev = k.settle(self.state, ev)
+        for rec in ev[:nev]:
+            self._push(rec, np.zeros((1, 16, 3)), np.zeros((1, 16), np.int64), self._paths)
         return self._release(None)
 
     def _release(self, before: int | None) -> list[dict[str, Any]]:

@@ -58,9 +58,10 @@ def play(
     speed along the stroke is restored after each such collision (item 19's
     push; without it a ball frozen to the struck one takes half the stroke).
     ``p`` and ``v`` are left at the end; each collision writes ``contacts``
-    (ball, ball, µs from the start, x, y of the touch point). Returns how
-    many; a pair's collisions less than ``merge_us`` apart are written once
-    (one click). Balls within ``touch_mm`` of touching (a rack: touching, but
+    (ball, ball, µs from the start, x, y of the touch point) while it has
+    room. Returns how many collisions there were (more than ``len(contacts)``:
+    the rest were not written; the caller counts them); a pair's collisions
+    less than ``merge_us`` apart are one (one click). Balls within ``touch_mm`` of touching (a rack: touching, but
     measured to the tracker's 0.1 mm) collide at once if closing, the way the
     table's engine resolves touching balls: moving balls in number order, each
     against the others in number order.
@@ -106,13 +107,14 @@ def play(
                 v[struck, 0] += (speed - along) * sx / speed
                 v[struck, 1] += (speed - along) * sy / speed
         again = False
-        for q in range(n):
+        for q in range(min(n, contacts.shape[0])):
             if contacts[q, 0] == bi and contacts[q, 1] == bj and now - contacts[q, 2] < merge_us:
                 again = True
-        if n < contacts.shape[0] and not again:
-            contacts[n, 0], contacts[n, 1], contacts[n, 2] = bi, bj, now
-            contacts[n, 3] = (p[bi, 0] + p[bj, 0]) / 2
-            contacts[n, 4] = (p[bi, 1] + p[bj, 1]) / 2
+        if not again:
+            if n < contacts.shape[0]:
+                contacts[n, 0], contacts[n, 1], contacts[n, 2] = bi, bj, now
+                contacts[n, 3] = (p[bi, 0] + p[bj, 0]) / 2
+                contacts[n, 4] = (p[bi, 1] + p[bj, 1]) / 2
             n += 1
     if now < span:  # steps ran out (the rest of the span straight on)
         _advance(p, v, span - now)
@@ -160,7 +162,8 @@ def fit_stroke(
     pushing on through a frozen neighbour adds up to a stroke's worth, so the
     stroke is 0.4–1.2 of it, and the sum carries every ball's tracker noise
     (degrees off): direction and size are searched, coarse to fine. ``p``
-    and ``contacts`` are left as the best stroke played them.
+    and ``contacts`` are left as the best stroke played them (the count may
+    exceed ``len(contacts)``: see :func:`play`).
     """
     mx, my = 0.0, 0.0
     for b in range(16):

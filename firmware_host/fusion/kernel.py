@@ -5,8 +5,10 @@ keeps everything it needs across calls in arrays (:class:`FusionArrays`), so
 a capture in one call and a live stream in many calls emit the same events.
 Decisions, in the order ICD §7 and RULES.md force them:
 
-* **Cushion ring-down**: a hit on the cushion that took the last accepted
-  hit, within 4 ms and under 40 % of its amplitude, is the same impact.
+* **Cushion ring-down**: a hit on the cushion of an accepted hit, within
+  4 ms and under 40 % of its amplitude, is that impact ringing -- if it is
+  at the same place (within half a ball of it) and the tracker does not put
+  another ball at the cushion there; otherwise it is a new hit.
 * **Attribution** (tracker present and alive): the ball whose position,
   carried from its last two tracker frames to the event's hub time, is
   nearest the place the sensor names (cushion contact point, pocket, line
@@ -29,6 +31,11 @@ Decisions, in the order ICD §7 and RULES.md force them:
   that frame, and the clicks go to the best play's collisions.
 * **Line crossings** come from the curtain; without it, from a ball centre
   changing side of x = L/2 or L/4 between two frames (time interpolated).
+  A report of a ball too slow to be sure it will not stop within the
+  curtain's 1 mm of ambiguity is held until the tracker shows the ball clear
+  of the line, or at rest: then its averaged rest position settles the
+  crossing where it is decisive, and the event says ``certain: false``
+  where neither is.
 * **Shots**: a tip contact starts one (``cue_ball`` = the ball that starts
   moving first after it); a second tip contact within ``double_hit_us`` of
   the first is part of the same stroke (item 18), a later one while balls
@@ -37,8 +44,10 @@ Decisions, in the order ICD §7 and RULES.md force them:
   ``still_frames`` frames, at the first still frame; without a live tracker,
   ``quiet_us`` after the last sensor activity, ``certain: false``.
 * **ball_moved**: a ball at rest starts moving with no tip contact and no
-  contact to cause it; **rest**: the table still again after that, outside
-  a shot.
+  contact to cause it -- none before its frame, no mover passing it between
+  the frames, and no contact of it stamped within the timing uncertainty
+  after the frame (a frame exposed the instant it was struck); **rest**: the
+  table still again after that, outside a shot.
 
 Events come out of the kernel in emission order, each with its hub time;
 some carry a time in the recent past (a derived contact between two
@@ -68,6 +77,8 @@ from firmware_host.timing.timeline import RELEASED_TYPES
 
 from .geometry import (
     G_D,
+    G_L,
+    G_W,
     cushion_contact,
     frozen_mask,
     line_x,
@@ -145,8 +156,14 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
     F_HCLICK_N,  # clicks held for a tip contact that may claim them, or for the struck ball
     F_CUE_DUR,  # the shot's tip contact lasted this long (µs): it pushes on through a ball met then
     F_PLAYED_N,  # collisions in ``played`` for the struck ball just chosen (0: none played)
-) = range(23)
-N_F = 23
+    F_LHELD_N,  # curtain reports held until the tracker shows where their ball stops
+    F_SNAPS_CUT,  # overflow counters (the caller sized a buffer too small, or more happened
+    F_SB_CUT,  # than a fixed buffer holds): snapshots, a shot's tracker frames beyond
+    F_HELD_CUT,  # SHOT_FRAMES, clicks or trajectory contacts that found no room to wait,
+    F_PLAYED_CUT,  # played collisions beyond PLAYED, accepted cushion hits pushed out of
+    F_HITS_CUT,  # the ring-down memory while still within its window
+) = range(29)
+N_F = 29
 # Parameters
 (
     PR_DEBOUNCE_US,
@@ -207,6 +224,29 @@ HELD_CLICKS = 32
 # within the 50 ms live bound
 CLICK_HOLD_US = 12_000
 PLAYED = 64  # collisions of a struck cluster matched to its clicks
+# ICD §7 timing figures behind "a contact just after the frame caused the motion it shows":
+# tracker exposure stamp σ 100 µs against the acoustic node's 30 µs (the mapping adds < 35 µs
+# p99 in quadrature): ~110 µs combined; a contact stamped up to 4.5 σ after the first frame
+# that shows a ball moving may have been exposed in it
+CAUSE_SLACK_US = 500
+# a ball still in one frame and moving in the next, struck by a contact between them, has moved
+# since that contact: its speed is its step over that time (at least this long: a step of
+# tracker noise over a few µs is no speed)
+START_SPAN_US = 1_000
+CUSHION_MEMORY = 16  # accepted hits per cushion a ring-down may belong to (one per ball)
+# ICD §7 lines: a ball centre within 1 mm of the line when it stops may be reported either
+# way; tracker: position σ 0.7 mm per frame
+LINE_EITHER_WAY_MM = 1.0
+TRACK_SIGMA_MM = 0.7
+LINE_SIGMAS = 4.0  # the tracker is decisive about a side this many standard errors away
+LINE_ZONE_MM = LINE_EITHER_WAY_MM + LINE_SIGMAS * TRACK_SIGMA_MM  # one frame clear of it
+# a ball crossing faster than this rolls on > 7 mm (cloth rolling resistance ~0.01 g): it
+# cannot stop within the curtain's 1 mm; measured over this many frames (σ 0.02 m/s)
+LINE_FAST_MM_PER_US = 1.2e-4
+LINE_SPEED_FRAMES = 6
+LINE_HELD = 32  # one held report per ball and line
+LH_T, LH_BALL, LH_LINE, LH_DIR, LH_SHOT, LH_FROM = range(6)
+AS_SAID, BY_TRACKER, UNDECIDED, WAIT = range(4)
 ACOUSTIC_SIGMA_MM = 30.0
 # a played collision's time is as good as the struck ball's speed, taken from its frame
 PLAY_SLACK_US = 300.0
@@ -229,7 +269,10 @@ class FusionArrays(NamedTuple):
     rest_xy: np.ndarray  # each ball's averaged rest position
     rest_n: np.ndarray  # and how many still frames it averages
     pair_t: np.ndarray  # (16, 16) hub time of each pair's last contact
-    cushion_last: np.ndarray  # (6, 2) last accepted hit per cushion: time, amplitude
+    hit_t: np.ndarray  # (16,) hub time of each ball's last contact (tip, click or derived)
+    cushion_hits: np.ndarray  # (6, CUSHION_MEMORY, 4) accepted hits: time, amplitude, pos, ball
+    line_side: np.ndarray  # (16, 2) side of each line a ball was last seen clear of it: -1, +1, 0
+    lheld: np.ndarray  # (LINE_HELD, 6) curtain reports held (F_LHELD_N): LH_*
     pend_snap: np.ndarray  # (1, 16, 3) layout before the shot whose struck ball is not known yet
     pend_frozen: np.ndarray  # (1, 16) its frozen cushions
     sb_t: np.ndarray  # the shot's tracker frames (for paths): time,
@@ -248,9 +291,15 @@ class FusionArrays(NamedTuple):
 
 @njit(cache=True)
 def _emit(st, ev, nev, t, etype, ball, a, b, c, d, e):
+    """Write event record ``nev``; returns its row, or -1 when ``ev`` is full.
+
+    A full buffer is counted (``F_EV_CUT``) and nothing is written: a caller
+    that adds to the record (a snapshot, paths, flags) writes only into the
+    row returned, never into ``ev[nev - 1]``, an earlier event.
+    """
     if nev >= ev.shape[0]:
         st.fs[F_EV_CUT] += 1  # the caller sized ev too small: counted, never written past
-        return nev
+        return np.int64(-1)
     ev[nev, O_T] = t
     ev[nev, O_TYPE] = etype
     ev[nev, O_SEQ] = st.fs[F_SEQ]
@@ -266,7 +315,14 @@ def _emit(st, ev, nev, t, etype, ball, a, b, c, d, e):
     ev[nev, O_PATH0] = 0
     ev[nev, O_PATH1] = 0
     ev[nev, O_FLAGS] = 0
-    return nev + 1
+    return nev
+
+
+@njit(cache=True)
+def _push(st, ev, nev, t, etype, ball, a, b, c, d, e):
+    """:func:`_emit` for a record nobody adds to: the event count after it."""
+    row = _emit(st, ev, nev, t, etype, ball, a, b, c, d, e)
+    return nev if row < 0 else row + 1
 
 
 @njit(cache=True, inline="always")
@@ -277,6 +333,26 @@ def _tracker_up(st):
 @njit(cache=True, inline="always")
 def _tracker_alive(st):
     return _tracker_up(st) and st.fs[F_TRK_N] > 0
+
+
+@njit(cache=True)
+def _step_us(st, k, p, b):
+    """µs of motion behind ball b's step from frame p to frame k.
+
+    The frames' interval, unless b was still in frame p and a contact (the
+    tip, a click, a trajectory contact) set it going between them: then the
+    time since that contact (a ball struck 1 ms before frame k has moved
+    1 ms worth, not a frame's worth: its speed taken over the whole interval
+    was 6 times too low, and a click 8 ms later was given to the wrong pair).
+    """
+    span = st.trk_t[k] - st.trk_t[p]
+    if not st.trk_mv[p, b]:
+        start = st.hit_t[b]
+        if st.fs[F_IN_SHOT] and st.fs[F_CUE_T] < st.trk_t[k]:
+            start = max(start, st.fs[F_CUE_T])
+        if st.trk_t[p] < start < st.trk_t[k]:
+            span = max(st.trk_t[k] - start, min(START_SPAN_US, span))
+    return span
 
 
 @njit(cache=True)
@@ -297,7 +373,7 @@ def _carried(st, t, out_xy, out_on, penalty):
             and st.trk_mv[k, b]
             and st.trk_t[k] > st.trk_t[p]
         ):
-            f = (t - st.trk_t[k]) / (st.trk_t[k] - st.trk_t[p])
+            f = (t - st.trk_t[k]) / _step_us(st, k, p, b)
             out_xy[b, 0] += (st.trk_xy[k, b, 0] - st.trk_xy[p, b, 0]) * f
             out_xy[b, 1] += (st.trk_xy[k, b, 1] - st.trk_xy[p, b, 1]) * f
 
@@ -328,45 +404,18 @@ def _snapshot(st, snaps, frozen, nsnap, t):
 
 @njit(cache=True)
 def _end_shot(st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, with_tracker):
-    nev = _emit(st, ev, nev, t, EV_SHOT_END, -1, 0, 0, 0, 0, 0)
-    ev[nev - 1, O_FLAGS] = flags
-    if nsnap >= snaps.shape[0]:
-        with_tracker = False
-    if with_tracker:
-        ev[nev - 1, O_SNAP] = nsnap
-        nsnap = _snapshot(st, snaps, frozen, nsnap, t)
-        ev[nev - 1, O_PATH0] = npath
-        n = st.fs[F_SB_N]
-        keep = np.empty(n, np.bool_)
-        xs = np.empty(n)
-        ys = np.empty(n)
-        ts = np.empty(n, np.int64)
-        for b in range(16):
-            first, last = -1, -1
-            for i in range(n):
-                if st.sb_mv[i, b]:
-                    if first < 0:
-                        first = i
-                    last = i
-            if first < 0:
-                continue
-            m = 0
-            for i in range(max(first - 1, 0), min(last + 2, n)):
-                if st.sb_on[i, b]:
-                    xs[m], ys[m], ts[m] = st.sb_xy[i, b, 0], st.sb_xy[i, b, 1], st.sb_t[i]
-                    m += 1
-            simplify(xs[:m], ys[:m], PATH_TOLERANCE_MM, keep)
-            for i in range(m):
-                if keep[i]:
-                    if npath >= paths.shape[0]:
-                        st.fs[F_PATHS_CUT] += 1
-                        break
-                    paths[npath, 0] = b
-                    paths[npath, 1] = ts[i]
-                    paths[npath, 2] = xs[i]
-                    paths[npath, 3] = ys[i]
-                    npath += 1
-        ev[nev - 1, O_PATH1] = npath
+    row = _emit(st, ev, nev, t, EV_SHOT_END, NO_BALL, 0, 0, 0, 0, 0)
+    if row >= 0:
+        nev = row + 1
+        ev[row, O_FLAGS] = flags
+        if with_tracker and nsnap >= snaps.shape[0]:
+            st.fs[F_SNAPS_CUT] += 1
+        elif with_tracker:
+            ev[row, O_SNAP] = nsnap
+            nsnap = _snapshot(st, snaps, frozen, nsnap, t)
+            ev[row, O_PATH0] = npath
+            npath = _shot_paths(st, paths, npath)
+            ev[row, O_PATH1] = npath
     st.fs[F_IN_SHOT] = 0
     st.fs[F_CUE_PENDING] = 0
     st.fs[F_DIRTY] = 0
@@ -375,13 +424,56 @@ def _end_shot(st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, with_tr
 
 
 @njit(cache=True)
+def _shot_paths(st, paths, npath):
+    """Each ball that moved in the shot: its tracked path simplified, appended to ``paths``
+    (points past its end are counted in ``F_PATHS_CUT``); returns the new count."""
+    n = st.fs[F_SB_N]
+    keep = np.empty(n, np.bool_)
+    xs = np.empty(n)
+    ys = np.empty(n)
+    ts = np.empty(n, np.int64)
+    for b in range(16):
+        first, last = -1, -1
+        for i in range(n):
+            if st.sb_mv[i, b]:
+                if first < 0:
+                    first = i
+                last = i
+        if first < 0:
+            continue
+        m = 0
+        for i in range(max(first - 1, 0), min(last + 2, n)):
+            if st.sb_on[i, b]:
+                xs[m], ys[m], ts[m] = st.sb_xy[i, b, 0], st.sb_xy[i, b, 1], st.sb_t[i]
+                m += 1
+        simplify(xs[:m], ys[:m], PATH_TOLERANCE_MM, keep)
+        for i in range(m):
+            if keep[i]:
+                if npath >= paths.shape[0]:
+                    st.fs[F_PATHS_CUT] += 1
+                    break
+                paths[npath, 0] = b
+                paths[npath, 1] = ts[i]
+                paths[npath, 2] = xs[i]
+                paths[npath, 3] = ys[i]
+                npath += 1
+    return npath
+
+
+@njit(cache=True)
 def _start_shot_event(st, ev, nev, ball, snaps, frozen, nsnap, with_tracker):
-    nev = _emit(st, ev, nev, st.fs[F_CUE_T], EV_SHOT_START, ball, 0, 0, 0, 0, 0)
-    if with_tracker:
-        ev[nev - 1, O_SNAP] = nsnap
-        snaps[nsnap] = st.pend_snap[0]
-        frozen[nsnap] = st.pend_frozen[0]
-        nsnap += 1
+    row = _emit(st, ev, nev, st.fs[F_CUE_T], EV_SHOT_START, ball, 0, 0, 0, 0, 0)
+    if row >= 0:
+        nev = row + 1
+        if with_tracker and nsnap >= snaps.shape[0]:
+            st.fs[F_SNAPS_CUT] += 1
+        elif with_tracker:
+            ev[row, O_SNAP] = nsnap
+            snaps[nsnap] = st.pend_snap[0]
+            frozen[nsnap] = st.pend_frozen[0]
+            nsnap += 1
+    if ball >= 0:
+        st.hit_t[ball] = st.fs[F_CUE_T]
     if st.fs[F_HCLICK_N]:
         nev = _judge_held_clicks(st, ev, nev, ball, with_tracker, st.fs[F_HCLICK_N])
     st.fs[F_CUE_PENDING] = 0
@@ -437,11 +529,33 @@ def _derive(st, ev, nev, tau, i, j):
             q = st.fs[F_DPEND_N]
             st.dpend[q, 0], st.dpend[q, 1], st.dpend[q, 2] = tau, i, j
             st.fs[F_DPEND_N] = q + 1
+            _touched(st, i, j, tau)
             return nev
-    nev = _emit(st, ev, nev, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+        st.fs[F_HELD_CUT] += 1  # no room to wait for its click: out now, at its own time
+    nev = _push(st, ev, nev, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
     st.pair_t[i, j] = tau
+    _touched(st, i, j, tau)
     st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], tau)
     return nev
+
+
+@njit(cache=True)
+def _touched(st, i, j, t):
+    """Balls i and j touched at hub time t (a click, a trajectory contact): the start of their
+    motion, and the cause of a ball_moved of either waiting since a frame stamped no more than
+    the timing uncertainty (``CAUSE_SLACK_US``) before t -- a frame exposed the instant the
+    ball was struck shows it moving, undisplaced, and its stamp may fall before the click."""
+    _touched_one(st, i, t)
+    _touched_one(st, j, t)
+
+
+@njit(cache=True, inline="always")
+def _touched_one(st, b, t):
+    if 0 <= b < 16:
+        st.hit_t[b] = max(st.hit_t[b], t)
+        late = st.moved[b, 1] >= 0 and t <= st.moved[b, 1] + CAUSE_SLACK_US
+        if late and t >= st.moved[b, 0] - CAUSE_US:
+            st.moved[b, 1] = -1
 
 
 @njit(cache=True)
@@ -455,8 +569,9 @@ def _release_derived(st, ev, nev, now):
             st.fs[F_DPEND_N] -= 1
             st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
             if tau - st.pair_t[i, j] > st.prm[PR_DERIVED_GAP_US]:
-                nev = _emit(st, ev, nev, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+                nev = _push(st, ev, nev, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
                 st.pair_t[i, j] = tau
+                _touched(st, i, j, tau)
                 st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], tau)
         else:
             q += 1
@@ -471,7 +586,7 @@ def _release_moved(st, ev, nev, now):
     waiting = 0
     for b in range(16):
         if st.moved[b, 1] >= 0 and st.moved[b, 1] + CUE_GRACE_US < now:
-            nev = _emit(st, ev, nev, st.moved[b, 0], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
+            nev = _push(st, ev, nev, st.moved[b, 0], EV_BALL_MOVED, b, 0, 0, 0, 0, 0)
             st.moved[b, 1] = -1
         elif st.moved[b, 1] >= 0:
             waiting += 1
@@ -513,7 +628,7 @@ def _struck(st, since):
     if moved.sum() > 1 and after_tip:
         start = st.pend_snap[0]
         contacts = np.empty((PLAYED, 5))
-        best_e = np.inf
+        best_e, best_n = np.inf, 0
         for c in range(16):
             near = moved[c]
             for o in range(16):
@@ -524,9 +639,10 @@ def _struck(st, since):
                 continue
             n, e = _fit(st, k, moved, c, contacts)
             if e < best_e:
-                best, best_e = c, e
+                best, best_e, best_n = c, e, n
                 st.played[:] = contacts  # kept for the held clicks: not played again
-                st.fs[F_PLAYED_N] = n
+        if best >= 0:
+            _played(st, best_n)
         return best
     best_d, pusher = -1.0, False
     for b in range(16):
@@ -549,8 +665,16 @@ def _struck(st, since):
         if (pushes and not pusher) or (pushes == pusher and d > best_d):
             best, best_d, pusher = b, d, pushes
     if best >= 0 and after_tip and st.fs[F_HCLICK_N]:
-        st.fs[F_PLAYED_N] = _fit(st, k, moved, best, st.played)[0]
+        _played(st, _fit(st, k, moved, best, st.played)[0])
     return best
+
+
+@njit(cache=True, inline="always")
+def _played(st, n):
+    """``n`` collisions played for the chosen struck ball: those past ``PLAYED`` were not
+    written (counted)."""
+    st.fs[F_PLAYED_N] = min(n, PLAYED)
+    st.fs[F_PLAYED_CUT] += max(n - PLAYED, 0)
 
 
 @njit(cache=True)
@@ -593,7 +717,7 @@ def _cascade(st, xy, on, pen, reach):
         if pen[b] > 0 and st.rest_n[b] > 0:
             p[b, 0], p[b, 1] = st.rest_xy[b, 0], st.rest_xy[b, 1]
         elif on[b] and pen[b] == 0 and n >= 2 and st.trk_on[q, b] and st.trk_t[k] > st.trk_t[q]:
-            dt = st.trk_t[k] - st.trk_t[q]
+            dt = _step_us(st, k, q, b)
             v[b, 0] = (st.trk_xy[k, b, 0] - st.trk_xy[q, b, 0]) / dt
             v[b, 1] = (st.trk_xy[k, b, 1] - st.trk_xy[q, b, 1]) / dt
             mv[b] = v[b, 0] != 0.0 or v[b, 1] != 0.0
@@ -652,7 +776,7 @@ def _click(st, ev, nev, t, cx, cy, tracked):
     """A BALL_CLICK at (cx, cy) mm: the pair of balls one diameter apart nearest it, or none."""
     if not tracked:
         if st.fs[F_IN_SHOT]:
-            nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, -1, -1, 0, 0, 0, 0)
+            nev = _push(st, ev, nev, t, EV_BALL_CONTACT, -1, -1, 0, 0, 0, 0)
             st.fs[F_LAST_ACT] = t
         return nev
     xy = np.empty((16, 2))
@@ -693,8 +817,9 @@ def _contact(st, ev, nev, t, i, j):
     if q >= 0:
         st.fs[F_DPEND_N] -= 1
         st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
-    nev = _emit(st, ev, nev, t, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
+    nev = _push(st, ev, nev, t, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
     st.pair_t[i, j] = t
+    _touched(st, i, j, t)
     st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], t)
     return nev
 
@@ -759,6 +884,170 @@ def _release_held(st, ev, nev, now):
     if old:
         nev = _judge_held_clicks(st, ev, nev, NO_BALL, tracked, old)
     return nev
+
+
+@njit(cache=True)
+def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
+    """A CUSHION_HIT on cushion c: a new impact (emitted and remembered), or one ringing.
+
+    ICD §7: one impact may retrigger on its cushion within 4 ms at under 40 %
+    of its amplitude. That is one impact ringing at one place: a hit more
+    than half a ball from it (two balls at one cushion are a diameter apart),
+    or one the tracker puts on another ball at the cushion, is a new hit even
+    within those bounds. A ``pos_mm`` beyond the piece is no position.
+    """
+    D = st.geo[G_D]
+    extent = st.geo[G_W] if c == 0 or c == 3 else st.geo[G_L]
+    given = pos <= extent
+    cx, cy = cushion_contact(st.geo, c, float(pos))
+    ball, at_cushion = NO_BALL, False
+    if tracked:
+        _carried(st, t, xy, on, pen)
+        ball = nearest_ball(xy, on, pen, cx, cy, ATTRIBUTION_LIMIT_MM)
+        if ball >= 0:
+            at_cushion = np.hypot(xy[ball, 0] - cx, xy[ball, 1] - cy) <= D / 2
+    hits = st.cushion_hits[c]
+    oldest = 0
+    for h in range(CUSHION_MEMORY):
+        if hits[h, 0] < hits[oldest, 0]:
+            oldest = h
+        if t - hits[h, 0] > st.prm[PR_DEBOUNCE_US]:
+            continue
+        if amp * 100 >= hits[h, 1] * st.prm[PR_DEBOUNCE_RATIO_PCT]:
+            continue
+        if given and hits[h, 2] >= 0 and abs(pos - hits[h, 2]) > D / 2:
+            continue  # another place
+        if at_cushion and hits[h, 3] >= 0 and ball != hits[h, 3]:
+            continue  # another ball, at the cushion
+        return nev  # that impact ringing
+    if t - hits[oldest, 0] <= st.prm[PR_DEBOUNCE_US]:
+        st.fs[F_HITS_CUT] += 1  # more hits on one cushion within 4 ms than balls
+    hits[oldest, 0], hits[oldest, 1] = t, amp
+    hits[oldest, 2], hits[oldest, 3] = pos if given else -1, ball
+    st.fs[F_LAST_ACT] = t
+    return _push(st, ev, nev, t, EV_CUSHION, ball, c, 0, 0, 0, 0)
+
+
+@njit(cache=True)
+def _may_stop_on_line(st, b):
+    """Ball b, at a line now, may stop within the curtain's 1 mm of it: not shown faster than
+    ``LINE_FAST_MM_PER_US`` over the shot's last ``LINE_SPEED_FRAMES`` frames."""
+    i = st.fs[F_SB_N] - 1
+    j = i - LINE_SPEED_FRAMES
+    if not st.fs[F_IN_SHOT] or j < 0 or not (st.sb_on[i, b] and st.sb_on[j, b]):
+        return True
+    span = st.sb_t[i] - st.sb_t[j]
+    step = np.hypot(st.sb_xy[i, b, 0] - st.sb_xy[j, b, 0], st.sb_xy[i, b, 1] - st.sb_xy[j, b, 1])
+    return span <= 0 or step < LINE_FAST_MM_PER_US * span
+
+
+@njit(cache=True)
+def _line_report(st, ev, nev, t, line, direction, ball):
+    """A curtain report (direction 0/1 a crossing, 2 none) of ``ball`` (-1: not known).
+
+    Emitted at once (a crossing) or dropped (a touch), unless the tracker
+    cannot yet rule out that the ball stops within the curtain's ambiguity:
+    then it is held (``lheld``) for :func:`_judge_lines`.
+    """
+    if ball < 0 or not _may_stop_on_line(st, ball):
+        if direction <= 1:
+            nev = _push(st, ev, nev, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
+        return nev
+    for h in range(st.fs[F_LHELD_N]):
+        if st.lheld[h, LH_BALL] == ball and st.lheld[h, LH_LINE] == line:
+            nev = _decide_line(st, ev, nev, h, AS_SAID, 0)  # the ball left and came back
+            break
+    h = st.fs[F_LHELD_N]  # < LINE_HELD: one per ball and line
+    # the side the ball came from: a crossing says; a touch left on it, where the tracker saw it
+    frm = st.line_side[ball, line] if direction == 2 else (1 if direction == 0 else -1)
+    st.lheld[h, LH_T], st.lheld[h, LH_BALL], st.lheld[h, LH_LINE] = t, ball, line
+    st.lheld[h, LH_DIR], st.lheld[h, LH_FROM] = direction, frm
+    st.lheld[h, LH_SHOT] = st.fs[F_SHOT] if st.fs[F_IN_SHOT] else -1
+    st.fs[F_LHELD_N] = h + 1
+    return nev
+
+
+@njit(cache=True)
+def _line_state(st, k, b, lx, frm, force):
+    """Where held ball b stands against its line at x = lx: (AS_SAID, BY_TRACKER, UNDECIDED or
+    WAIT, the side of its averaged rest position)."""
+    if st.fs[F_TRK_N] == 0 or not st.trk_on[k, b]:
+        return AS_SAID, 0  # gone (pocketed), or no tracker left to tell
+    n, x = st.rest_n[b], st.rest_xy[b, 0]
+    if n == 0:
+        if st.trk_mv[k, b]:  # on its way: clear of the ambiguity, or still at the line
+            clear = abs(st.trk_xy[k, b, 0] - lx) > LINE_ZONE_MM
+            return (AS_SAID if clear or force else WAIT), 0
+        if not force:
+            return WAIT, 0  # its first still frame: averaged from the next
+        n, x = 1, st.trk_xy[k, b, 0]
+    se = TRACK_SIGMA_MM / np.sqrt(n)
+    off = abs(x - lx)
+    side = 1 if x >= lx else -1
+    if off > LINE_EITHER_WAY_MM + LINE_SIGMAS * se:
+        return AS_SAID, side  # stopped clear of the curtain's ambiguity: its reading stands
+    if off > LINE_SIGMAS * se:
+        return (BY_TRACKER if frm != 0 else UNDECIDED), side
+    if force or n >= REST_AVERAGE_FRAMES or (st.trk_mv[k, b] and n >= 2):
+        return UNDECIDED, side  # no more to learn: averaged all it can, or struck again
+    return WAIT, side
+
+
+@njit(cache=True)
+def _judge_lines(st, ev, nev, force):
+    """Held curtain reports whose ball is now clear of its line or at rest, decided; with
+    ``force`` (a new shot, the tracker gone, the end of the input) all of them."""
+    k = (st.fs[F_TRK_N] - 1) % HISTORY
+    h = 0
+    while h < st.fs[F_LHELD_N]:
+        b, line = st.lheld[h, LH_BALL], st.lheld[h, LH_LINE]
+        how, side = _line_state(st, k, b, line_x(st.geo, line), st.lheld[h, LH_FROM], force)
+        if how == WAIT:
+            h += 1
+        else:
+            nev = _decide_line(st, ev, nev, h, how, side)  # entry h now holds another
+    return nev
+
+
+@njit(cache=True)
+def _decide_line(st, ev, nev, h, how, side):
+    """Held report h: as the curtain said it (AS_SAID), a crossing if the ball rests on the
+    other side of the line from the one it came from (BY_TRACKER), or a crossing nobody can
+    confirm (UNDECIDED: ``certain: false``); written at its own time, in its own shot."""
+    t, b, line = st.lheld[h, LH_T], st.lheld[h, LH_BALL], st.lheld[h, LH_LINE]
+    said, frm = st.lheld[h, LH_DIR], st.lheld[h, LH_FROM]
+    direction, uncertain = -1, 0
+    if how == AS_SAID:
+        direction = said if said <= 1 else -1
+    elif how == BY_TRACKER:
+        direction = -1 if side == frm else (1 if side > 0 else 0)
+    else:
+        uncertain = 1
+        if frm != 0:
+            direction = 1 if frm < 0 else 0
+        elif said <= 1:
+            direction = said
+        else:
+            direction = 1 if side > 0 else 0
+    if direction >= 0:
+        row = _emit(st, ev, nev, t, EV_LINE_CROSS, b, line, direction, uncertain, 0, 0)
+        if row >= 0:
+            nev = row + 1
+            ev[row, O_SHOT] = st.lheld[h, LH_SHOT]
+    last = st.fs[F_LHELD_N] - 1
+    st.lheld[h] = st.lheld[last]
+    st.fs[F_LHELD_N] = last
+    return nev
+
+
+@njit(cache=True, inline="always")
+def _to_segment(px, py, ax, ay, bx, by):
+    """Distance from (px, py) to the segment from (ax, ay) to (bx, by)."""
+    dx, dy = bx - ax, by - ay
+    n2 = dx * dx + dy * dy
+    u = ((px - ax) * dx + (py - ay) * dy) / n2 if n2 > 0.0 else 0.0
+    u = min(max(u, 0.0), 1.0)
+    return np.hypot(px - ax - u * dx, py - ay - u * dy)
 
 
 @njit(cache=True)
@@ -864,7 +1153,7 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
                     x0, x1 = st.trk_xy[p, b, 0], st.trk_xy[k, b, 0]
                     if (x0 >= lx) != (x1 >= lx):
                         tau = st.trk_t[p] + np.int64(dt * (lx - x0) / (x1 - x0))
-                        nev = _emit(
+                        nev = _push(
                             st, ev, nev, tau, EV_LINE_CROSS, b, line, 1 if x1 > x0 else 0, 0, 0, 0
                         )
         # the struck ball: the first to start moving after the tip contact
@@ -890,13 +1179,23 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
                 ] - CAUSE_US:
                     caused = True
             if not caused:
+                # a mover that came within NEIGHBOUR_MM of touching it on its course from the
+                # last frame to this one (a frame exposed as it struck shows it there)
+                bx, by = st.trk_xy[p, b, 0], st.trk_xy[p, b, 1]
+                if st.rest_n[b] > 0:
+                    bx, by = st.rest_xy[b, 0], st.rest_xy[b, 1]
                 best, best_d = -1, D + NEIGHBOUR_MM
                 for o in range(16):
                     if o == b or not st.trk_on[k, o] or not (st.trk_mv[k, o] or st.trk_mv[p, o]):
                         continue
-                    d = np.hypot(
-                        st.trk_xy[p, b, 0] - st.trk_xy[p, o, 0],
-                        st.trk_xy[p, b, 1] - st.trk_xy[p, o, 1],
+                    a = p if st.trk_on[p, o] else k
+                    d = _to_segment(
+                        bx,
+                        by,
+                        st.trk_xy[a, o, 0],
+                        st.trk_xy[a, o, 1],
+                        st.trk_xy[k, o, 0],
+                        st.trk_xy[k, o, 1],
                     )
                     if d < best_d:
                         best, best_d = o, d
@@ -915,6 +1214,8 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
                     st.fs[F_DIRTY] = 1
     if st.fs[F_CUE_PENDING] and t > st.fs[F_CUE_T] + st.prm[PR_CUE_WAIT_US]:
         nev, nsnap = _start_shot_event(st, ev, nev, NO_BALL, snaps, frozen, nsnap, TRACKED)
+    if st.fs[F_LHELD_N]:  # curtain reports waiting for where their ball stops
+        nev = _judge_lines(st, ev, nev, False)
     # rest averages: a still ball's position, averaged to beat the tracker's noise
     for b in range(16):
         if st.trk_on[k, b] and not st.trk_mv[k, b]:
@@ -923,7 +1224,14 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
             st.rest_xy[b, 1] += (st.trk_xy[k, b, 1] - st.rest_xy[b, 1]) / st.rest_n[b]
         else:
             st.rest_n[b] = 0
-    if st.fs[F_IN_SHOT] and st.fs[F_SB_N] < SHOT_FRAMES:
+        if st.trk_on[k, b]:  # the side of each line it was last seen clearly on
+            for line in range(2):
+                off = st.trk_xy[k, b, 0] - line_x(st.geo, line)
+                if abs(off) > LINE_ZONE_MM:
+                    st.line_side[b, line] = 1 if off > 0 else -1
+    if st.fs[F_IN_SHOT] and st.fs[F_SB_N] >= SHOT_FRAMES:
+        st.fs[F_SB_CUT] += 1  # a shot longer than SHOT_FRAMES: its paths end there
+    elif st.fs[F_IN_SHOT]:
         i = st.fs[F_SB_N]
         st.sb_t[i] = t
         for b in range(16):
@@ -957,9 +1265,14 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
         elif (
             not st.fs[F_IN_SHOT] and st.fs[F_STILL_RUN] >= st.prm[PR_REST_FRAMES] and st.fs[F_DIRTY]
         ):
-            nev = _emit(st, ev, nev, st.fs[F_STILL_T], EV_REST, -1, 0, 0, 0, 0, 0)
-            ev[nev - 1, O_SNAP] = nsnap
-            nsnap = _snapshot(st, snaps, frozen, nsnap, t)
+            row = _emit(st, ev, nev, st.fs[F_STILL_T], EV_REST, NO_BALL, 0, 0, 0, 0, 0)
+            if row >= 0:
+                nev = row + 1
+                if nsnap < snaps.shape[0]:
+                    ev[row, O_SNAP] = nsnap
+                    nsnap = _snapshot(st, snaps, frozen, nsnap, t)
+                else:
+                    st.fs[F_SNAPS_CUT] += 1
             st.fs[F_DIRTY] = 0
     return nev, nsnap, npath
 
@@ -1017,22 +1330,8 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                 )
         elif mtype == T_CUSHION:
             c = rw[CH_CUSHION]
-            amp = rw[CH_AMP]
             if 0 <= c < 6:
-                ring = (
-                    t - st.cushion_last[c, 0] <= st.prm[PR_DEBOUNCE_US]
-                    and amp * 100 < st.cushion_last[c, 1] * st.prm[PR_DEBOUNCE_RATIO_PCT]
-                )
-                if not ring:
-                    st.cushion_last[c, 0] = t
-                    st.cushion_last[c, 1] = amp
-                    ball = -1
-                    if tracked:
-                        _carried(st, t, xy, on, pen)
-                        cx, cy = cushion_contact(st.geo, c, float(rw[CH_POS]))
-                        ball = nearest_ball(xy, on, pen, cx, cy, ATTRIBUTION_LIMIT_MM)
-                    nev = _emit(st, ev, nev, t, EV_CUSHION, ball, c, 0, 0, 0, 0)
-                    st.fs[F_LAST_ACT] = t
+                nev = _cushion_hit(st, ev, nev, t, c, rw[CH_POS], rw[CH_AMP], tracked, xy, on, pen)
         elif mtype == T_POCKET:
             pk = rw[PD_POCKET]
             if 0 <= pk < 6:
@@ -1042,21 +1341,21 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     px, py = pocket_xy(st.geo, pk)
                     ball = nearest_ball(xy, on, pen, px, py, ATTRIBUTION_LIMIT_MM)
                 colour = rw[PD_COLOUR]
-                nev = _emit(
+                nev = _push(
                     st, ev, nev, t, EV_POCKET, ball, pk, colour if colour <= 1 else -1, 0, 0, 0
                 )
                 st.fs[F_LAST_ACT] = t
         elif mtype == T_LINE:
             st.fs[F_LAST_ACT] = t
             line, direction = rw[LC_LINE], rw[LC_DIR]
-            if direction <= 1 and 0 <= line <= 1:
+            if direction <= 2 and 0 <= line <= 1:
                 ball = -1
                 if tracked:
                     _carried(st, t, xy, on, pen)
                     ball = nearest_ball(
                         xy, on, pen, line_x(st.geo, line), float(rw[LC_POS]), ATTRIBUTION_LIMIT_MM
                     )
-                nev = _emit(st, ev, nev, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
+                nev = _line_report(st, ev, nev, t, line, direction, ball)
         elif mtype == T_CLICK:
             if st.fs[F_IN_SHOT] and not st.fs[F_CUE_PENDING]:
                 nev = _click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
@@ -1068,10 +1367,13 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     st.hclick[h, 0], st.hclick[h, 1], st.hclick[h, 2] = t, rw[BC_X], rw[BC_Y]
                     st.fs[F_HCLICK_N] = h + 1
                 else:  # none can wait: judged at once
+                    st.fs[F_HELD_CUT] += 1
                     nev = _click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
         elif mtype == T_CUE:
             same_stroke = st.fs[F_IN_SHOT] and t - st.fs[F_FIRST_CUE_T] <= st.prm[PR_DOUBLE_HIT_US]
             if not same_stroke:
+                if st.fs[F_LHELD_N]:  # their balls are struck again: settled with what is known
+                    nev = _judge_lines(st, ev, nev, True)
                 if st.fs[F_IN_SHOT]:
                     if st.fs[F_CUE_PENDING]:
                         nev, nsnap = _start_shot_event(
@@ -1115,10 +1417,10 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     nev, nsnap = _start_shot_event(
                         st, ev, nev, NO_BALL, snaps, frozen, nsnap, UNTRACKED
                     )
-            nev = _emit(st, ev, nev, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
+            nev = _push(st, ev, nev, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
             st.fs[F_LAST_ACT] = t
         elif mtype == T_KEYPAD:
-            nev = _emit(st, ev, nev, t, EV_KEYPAD, -1, rw[KP_KEY], rw[KP_ARG], 0, 0, 0)
+            nev = _push(st, ev, nev, t, EV_KEYPAD, -1, rw[KP_KEY], rw[KP_ARG], 0, 0, 0)
         elif mtype == T_NODE_STATUS or mtype == NODE_SILENT or mtype == NODE_BACK:
             if mtype == T_NODE_STATUS:
                 node, code, who = rw[S_PEER], rw[S_CODE], STATUS_FROM_HUB
@@ -1130,8 +1432,10 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                 elif code == 0:
                     st.fs[F_DOWN] &= ~(np.int64(1) << node)
                 if node == TRACKER and code == 1:
+                    if st.fs[F_LHELD_N]:
+                        nev = _judge_lines(st, ev, nev, True)
                     st.fs[F_TRK_N] = 0  # its history is stale when it comes back
-            nev = _emit(st, ev, nev, t, EV_NODE_STATUS, -1, node, code, who, 0, 0)
+            nev = _push(st, ev, nev, t, EV_NODE_STATUS, -1, node, code, who, 0, 0)
         elif mtype == T_HELLO:
             if st.fs[F_IN_SHOT]:
                 if st.fs[F_CUE_PENDING]:
@@ -1141,6 +1445,8 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                 nev, nsnap, npath = _end_shot(
                     st, ev, nev, t, NO_FLAGS, snaps, frozen, nsnap, paths, npath, UNTRACKED
                 )
+            if st.fs[F_LHELD_N]:
+                nev = _judge_lines(st, ev, nev, True)
             st.fs[F_PRESENT] = rw[H_PRESENT] | 1
             st.fs[F_DOWN] = 0
             st.fs[F_TRK_N] = 0
@@ -1151,7 +1457,7 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                 st.geo[0] = rw[H_LEN]
                 st.geo[1] = rw[H_WID]
                 st.geo[2] = rw[H_BALL] / 1000.0
-            nev = _emit(
+            nev = _push(
                 st,
                 ev,
                 nev,
@@ -1185,4 +1491,13 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
             safe = min(safe, st.fs[F_STILL_T])
     if st.fs[F_CUE_PENDING]:
         safe = min(safe, st.fs[F_CUE_T])
+    for h in range(st.fs[F_LHELD_N]):
+        safe = min(safe, st.lheld[h, LH_T])
     return nev, nsnap, npath, safe
+
+
+@njit(cache=True)
+def settle(st, ev):
+    """End of the input: the curtain reports still held are decided with what is known
+    (:func:`_judge_lines`); returns how many events that wrote into ``ev``."""
+    return _judge_lines(st, ev, np.int64(0), True)
