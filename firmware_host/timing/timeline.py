@@ -370,6 +370,13 @@ def _map(rows, r, st, clk) -> None:
 
 
 @njit(cache=True)
+def _drop(rows, r, st) -> None:
+    """An implausible row given up on: counted as an outlier, released never."""
+    rows[r, C_STATE] = NEW
+    st[S_OUTLIERS] += 1
+
+
+@njit(cache=True)
 def _hold(rows, r, w: Work, st) -> None:
     """Keep an implausible row aside: its node may have stepped, or time may catch up."""
     if w.cnt[W_NHELD] >= len(w.held):
@@ -395,8 +402,7 @@ def _place(rows, r, w: Work, st, ns, clk, params, keep) -> None:
         for j in range(w.cnt[W_NHELD]):
             q = w.held[j]
             if rows[q, C_NODE] == node and q < r:
-                rows[q, C_STATE] = NEW
-                st[S_OUTLIERS] += 1
+                _drop(rows, q, st)
             else:
                 w.held[kept] = q
                 kept += 1
@@ -416,8 +422,7 @@ def _review_held(rows, w: Work, st, ns, clk, params, keep, final) -> None:
                 _accept(rows, q, w, st, ns, keep)
                 continue
         if final or st[S_GLOBAL] - rows[q, C_ARRIVE] > params[PR_HOLD]:
-            rows[q, C_STATE] = NEW
-            st[S_OUTLIERS] += 1
+            _drop(rows, q, st)
         else:
             w.held[kept] = q
             kept += 1
@@ -607,8 +612,7 @@ def _hello(rows, i, w: Work, st, ns, clk, params, keep) -> None:
         st[S_BOOTED] = 1
         return
     if w.cnt[W_SUSPECT] >= 0:
-        rows[w.cnt[W_SUSPECT], C_STATE] = NEW
-        st[S_OUTLIERS] += 1
+        _drop(rows, w.cnt[W_SUSPECT], st)
         w.cnt[W_SUSPECT] = -1
     _new_epoch(rows, rows[i, C_TRAW] + 1, w, st, ns, clk)
     st[S_HELLO] = 1
@@ -632,8 +636,7 @@ def _hub_frame(rows, i, w: Work, st, ns, clk, params, keep) -> None:
     s = w.cnt[W_SUSPECT]
     if _hub_follows(ns, rows[i, C_TRAW], rows[i, C_SEQ], _uptime_of(rows, i), params):
         if s >= 0:
-            rows[s, C_STATE] = NEW
-            st[S_OUTLIERS] += 1
+            _drop(rows, s, st)
             w.cnt[W_SUSPECT] = -1
         _accept_hub(rows, i, w, st, ns, clk, params, keep)
         return
@@ -653,8 +656,7 @@ def _hub_frame(rows, i, w: Work, st, ns, clk, params, keep) -> None:
         _accept_hub(rows, i, w, st, ns, clk, params, keep)
         return
     if s >= 0:
-        rows[s, C_STATE] = NEW
-        st[S_OUTLIERS] += 1
+        _drop(rows, s, st)
     rows[i, C_STATE] = HELD
     w.cnt[W_SUSPECT] = i
 
@@ -789,8 +791,7 @@ def advance(
             if w.cnt[W_NHELD] > 0:
                 _review_held(rows, w, st, ns, clk, params, keep, True)
             if w.cnt[W_SUSPECT] >= 0:
-                rows[w.cnt[W_SUSPECT], C_STATE] = NEW
-                st[S_OUTLIERS] += 1
+                _drop(rows, w.cnt[W_SUSPECT], st)
                 w.cnt[W_SUSPECT] = -1
             st[S_UNSYNCED_DROPPED] += w.cnt[W_NW]
             w.cnt[W_NW] = 0
