@@ -103,7 +103,7 @@ def check(data: bytes, rng: np.random.Generator) -> list[str]:
     problems += _ordered(batch, "events")
     if stream.counters.get("overflow"):
         problems.append(f"events: a buffer overflowed ({stream.counters})")
-    replayed = replay(data, chunk=int(rng.choice(CHUNK_SIZES[2:])))
+    replayed = replay(data, chunk=int(rng.choice(CHUNK_SIZES[3:])))
     problems += _ordered(replayed.events, "replay")
     if replayed.events != batch:
         problems.append(DIVERGED)
