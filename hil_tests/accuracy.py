@@ -11,7 +11,9 @@ Pure scoring plus one in-memory runner; ``bench/verdicts.py`` prints it and
 * The intended verdict of a shot is the truth's verdict line; on the middle
   and minimum sets, the verdict those sensors must give is derived from it
   by :func:`hil_tests.make_corpus.expected_verdicts` (RULES.md's sensor
-  table), as the HIL corpus does.
+  table), as the HIL corpus does, told the capture's false clicks
+  (:func:`hil_tests.make_corpus.false_clicks`: the middle set cannot tell
+  one from a contact).
 * **Equal** (:func:`equal`): the same ``verdict`` (legal/foul/referee), the
   same *set* of ``rules``, and for a legal shot the same ``satisfied``
   clause.  ``player``, ``t_us``, ``evidence`` and ``reason`` are not compared.
@@ -36,11 +38,11 @@ import os
 import queue
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .make_corpus import expected_verdicts
+from .make_corpus import expected_verdicts, false_clicks
 from .verdicts import Line, decided, final_verdicts, summary
 
 SENSOR_SETS = ("full", "middle", "minimum")
@@ -224,12 +226,19 @@ def _nearest(
 
 
 def rows(
-    truth: list[Line], events: list[Line], lines: list[Line], sensors: str, seed: int = 0
+    truth: list[Line],
+    events: list[Line],
+    lines: list[Line],
+    sensors: str,
+    seed: int = 0,
+    false_clicks_us: Sequence[int] = (),
 ) -> list[Row]:
     """Rows of one replay: truth lines (events and verdicts), the replay's events and lines.
 
     Truth and replay run on one hub clock here (no reboot in a random match,
     and ``simulate`` does not wrap by default), so times compare directly.
+    ``false_clicks_us``: the capture's false clicks (:func:`.make_corpus.false_clicks`),
+    for the middle set's expectation.
     """
     starts_t = {e["shot"]: e["t_us"] for e in truth if e.get("type") == "shot_start"}
     starts_g = {e["shot"]: e["t_us"] for e in events if e["type"] == "shot_start"}
@@ -240,7 +249,11 @@ def rows(
     to_got = {t_shots[i]: g_shots[j] for i, j in pairs.items()}
 
     intended = {v["shot"]: v for v in truth if v.get("kind") == "verdict"}
-    expected = {v["shot"]: v for v in expected_verdicts(truth, sensors) if v["shot"] is not None}
+    expected = {
+        v["shot"]: v
+        for v in expected_verdicts(truth, sensors, false_clicks_us)
+        if v["shot"] is not None
+    }
     finals = final_verdicts(lines)
     got: dict[int, Line] = {}
     out: list[Row] = []
@@ -431,7 +444,7 @@ def play(
         truth = truth_lines(match, wire)
         progress(f"{sensors}: replay")
         result = replay(b"".join(wire.chunks))
-        got = rows(truth, result.events, result.lines, sensors, seed)
+        got = rows(truth, result.events, result.lines, sensors, seed, false_clicks(wire))
         out.rows += got
         for row in got:
             if not row.equal:

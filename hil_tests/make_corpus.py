@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from firmware_host.virtual_table.physics_verdicts import NEAR_GAP_MM
 
 from .verdicts import Line, compare, decided
 
@@ -31,9 +35,12 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 RESULT_ITEM = {True: "12.1", False: "20"}  # the shot's result: a break's item or item 20
 POT_CLAUSE = {True: "12.1(1)", False: "20(1)"}
 CERTAIN = {  # fouls each smaller set decides (RULES.md's table); the rest is tracker-only
-    "minimum": {"14.2", "18"},
-    "middle": {"14.2", "18", "19.1"},
+    "minimum": {"18"},
+    "middle": {"18", "19.1"},
 }
+# Fouls a smaller set sees a trace of but cannot decide: open (RULES.md's table, "14.2:
+# referee | referee | yes": without a tracker the end of a shot is a quiet-period estimate).
+OPEN = {"minimum": {"14.2"}, "middle": {"14.2"}}
 
 
 @dataclass(frozen=True)
@@ -94,16 +101,32 @@ def cases() -> list[Case]:
 
 
 def limited(
-    intended: Line, shot_events: list[Line], *, is_break: bool, sensors: str
+    intended: Line,
+    shot_events: list[Line],
+    *,
+    is_break: bool,
+    sensors: str,
+    ball_mm: float = 68.0,
+    false_click: bool = False,
+    early: bool = False,
 ) -> Line | None:
     """The verdict a smaller sensor set must give for a shot whose full-set verdict is ``intended``.
 
     RULES.md: without contact times (minimum) push and result are open; with
     clicks (middle) a push is timed, a pot after the first contact is legal,
     no contact at all is a foul and the rest of the result is open; 19.2, 17
-    and 11.3 need the tracker.  A certain foul wins over open items.  A
-    verdict outside a shot (item 17 off a ``ball_moved``) needs the tracker:
-    None.
+    and 11.3 need the tracker, and 14.2 is the referee's on both (the end of
+    a shot is an estimate).  What the intended verdict itself leaves open (the
+    result of a shot a new stroke cut short) stays open.  A certain foul wins
+    over open items.  A verdict outside a shot (item 17 off a ``ball_moved``)
+    needs the tracker: None.
+
+    ``false_click``: the acoustic node sent a false click (ICD §7: about one a
+    minute) within the shot as the middle set delimits it.  Without a tracker
+    nothing tells it from a contact, so "no contact at all" is not certain
+    then: the result is open.  ``early``: the stroke came before that set's
+    estimate of the previous shot's end (a false click in the pause pushes
+    it on), so whether every ball had stopped is open: 14.2 (docs/hil.md).
     """
     if sensors == "full":
         return intended
@@ -112,20 +135,26 @@ def limited(
     fouls = set(intended["rules"]) if intended["verdict"] == "foul" else set()
     certain = fouls & CERTAIN[sensors]
     result = RESULT_ITEM[is_break]
-    open_: set[str] = set()
+    open_ = fouls & OPEN[sensors]
+    if early:
+        open_.add("14.2")
+    if intended["verdict"] == "referee":  # its result item as this set numbers the shot
+        open_ |= {result if r in RESULT_ITEM.values() else r for r in intended["rules"]}
     satisfied = None
     if sensors == "minimum":
         open_ |= {"19.1", result}
     else:
         contacts = [e for e in shot_events if e["type"] == "ball_contact"]
-        tips = [e for e in shot_events if e["type"] == "cue_contact"]
-        if contacts and tips and "19.1" not in fouls:
-            tip = tips[0]
-            if tip["t_us"] + tip["duration_us"] >= contacts[0]["t_us"]:
-                open_.add("19.2")  # the tip still on at the contact, yet no push: 19.2's case
-        if not contacts:
-            certain.add(result)
-        elif any(e["type"] == "pocket" and e["t_us"] > contacts[0]["t_us"] for e in shot_events):
+        if contacts and "19.1" not in fouls and _case_19_2(shot_events, ball_mm):
+            open_.add("19.2")
+        pot = contacts and any(
+            e["type"] == "pocket" and e["t_us"] > contacts[0]["t_us"] for e in shot_events
+        )
+        if result in open_:  # cut short before any clause: open whatever the clicks say
+            satisfied = None
+        elif not contacts:
+            (open_ if false_click else certain).add(result)
+        elif pot:
             satisfied = POT_CLAUSE[is_break]
         else:
             open_.add(result)
@@ -136,37 +165,130 @@ def limited(
     return _verdict(intended["shot"], "legal", set(), satisfied)
 
 
+def _case_19_2(shot_events: list[Line], ball_mm: float) -> bool:
+    """19.2's case, which only the tracker decides: the cue ball's first contact is with a
+    ball touching or nearly touching it at the start (the truth's positions), whatever
+    the tip contact's duration; without positions, a tip still on the cue ball at that
+    contact that the truth did not call a push (19.1) tells the same."""
+    start = next((e for e in shot_events if e["type"] == "shot_start"), {})
+    cue = start.get("cue_ball")
+    first = next(
+        (
+            e
+            for e in shot_events
+            if e["type"] == "ball_contact" and (cue is None or cue in e["balls"])
+        ),
+        None,
+    )
+    if first is None:
+        return False
+    balls = start.get("balls") or {}
+    a, b = first["balls"]
+    other = b if a == cue else a
+    if str(cue) in balls and str(other) in balls:
+        return math.dist(balls[str(cue)], balls[str(other)]) - ball_mm < NEAR_GAP_MM
+    tip = next((e for e in shot_events if e["type"] == "cue_contact"), None)
+    return tip is not None and tip["t_us"] + tip["duration_us"] >= first["t_us"]
+
+
 def _verdict(shot: int | None, verdict: str, rules: set[str], satisfied: str | None = None) -> Line:
     # rules-text order: every item 11.3 ... 20 sorts as a string in that order
     return {"shot": shot, "verdict": verdict, "rules": sorted(rules), "satisfied": satisfied}
 
 
-def expected_verdicts(truth: list[Line], sensors: str) -> list[Line]:
-    """Per shot, what the corpus expects from a capture of this truth on this sensor set."""
+# What a set without the tracker senses of a shot (its quiet-period end runs from the last).
+SENSED = {
+    "middle": frozenset({"cue_contact", "ball_contact", "cushion", "pocket", "line_cross"}),
+    "minimum": frozenset({"cue_contact", "cushion", "pocket"}),
+}
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """A shot as a set without the tracker delimits it (RULES.md: its end is an estimate)."""
+
+    end_us: int  # the quiet-period end: FusionParams.quiet_us after the last activity
+    false_click: bool  # a false click heard inside it, before the next stroke
+    early: bool  # its stroke came before the previous shot's estimated end
+
+
+def _as_seen(by_shot: dict[int, list[Line]], sensors: str, clicks: list[int]) -> dict[int, _Seen]:
+    """Per shot: where the set's quiet-period estimate ends it, and whether a false click
+    fell inside.  A click is activity too, so it pushes the estimate on; a stroke before
+    the previous shot's estimate has come is an early stroke to that set (14.2 open)."""
+    from firmware_host.fusion.events import FusionParams
+
+    quiet = FusionParams().quiet_us
+    starts = sorted(
+        (e["t_us"], shot) for shot, events in by_shot.items() for e in events
+        if e.get("type") == "shot_start"
+    )  # fmt: skip
+    out: dict[int, _Seen] = {}
+    prev_end: int | None = None
+    for k, (t0, shot) in enumerate(starts):
+        upto = starts[k + 1][0] if k + 1 < len(starts) else None
+        sensed = [e["t_us"] for e in by_shot[shot] if e.get("type") in SENSED[sensors]]
+        end = max([t0, *sensed]) + quiet
+        heard = False
+        for t in clicks:
+            if t < t0:
+                continue
+            if t > end or (upto is not None and t >= upto):
+                break
+            heard, end = True, max(end, t + quiet)
+        out[shot] = _Seen(end, heard, prev_end is not None and t0 < prev_end)
+        prev_end = end
+    return out
+
+
+def expected_verdicts(
+    truth: list[Line], sensors: str, false_clicks_us: Sequence[int] = ()
+) -> list[Line]:
+    """Per shot, what the corpus expects from a capture of this truth on this sensor set.
+
+    ``false_clicks_us``: hub times of the false clicks in the capture
+    (:func:`false_clicks`), which only the sensor model knows.
+    """
     by_shot: dict[int, list[Line]] = {}
+    for line in truth:
+        if line.get("kind") != "verdict" and line.get("shot") is not None:
+            by_shot.setdefault(line["shot"], []).append(line)
+    seen = _as_seen(by_shot, sensors, sorted(false_clicks_us)) if sensors in SENSED else {}
     breaks: set[int] = set()
     after_boot = False
     out = []
+    ball_mm = 68.0
     for line in truth:
         if line.get("type") == "boot":
             after_boot = True
+            ball_mm = (line.get("table") or {}).get("ball_mm", ball_mm)
         elif line.get("type") == "shot_start":
             # without a tracker the first shot after a boot is a break; the full set reads the layout
             if after_boot:
                 breaks.add(line["shot"])
             after_boot = False
         if line.get("kind") == "verdict":
+            view = seen.get(line["shot"]) if line["shot"] is not None else None
             got = limited(
                 decided(line),
-                by_shot.get(line["shot"], []),
+                by_shot.get(line["shot"], []) if line["shot"] is not None else [],
                 is_break=line["shot"] in breaks,
                 sensors=sensors,
+                ball_mm=ball_mm,
+                false_click=view is not None and view.false_click,
+                early=view is not None and view.early,
             )
             if got is not None:
                 out.append(got)
-        elif line.get("shot") is not None:
-            by_shot.setdefault(line["shot"], []).append(line)
     return out
+
+
+def false_clicks(wire: Any) -> list[int]:
+    """Hub times of the false clicks the acoustic node sent that reached the capture."""
+    from firmware_host.virtual_table.sensors import FALSE_CLICK
+
+    rows = wire.truth[(wire.truth["note"] == FALSE_CLICK) & (wire.truth["offset"] >= 0)]
+    return sorted(round(float(t)) for t in rows["event_hub_us"])
 
 
 def build(case: Case, out_dir: Path, match: Any) -> dict[str, Any]:
@@ -184,7 +306,7 @@ def build(case: Case, out_dir: Path, match: Any) -> dict[str, Any]:
         "minutes": case.minutes,
         "sensors": case.sensors,
         "command": case.command,
-        "verdicts": expected_verdicts(truth_lines(match, wire), case.sensors),
+        "verdicts": expected_verdicts(truth_lines(match, wire), case.sensors, false_clicks(wire)),
     }
 
 

@@ -13,12 +13,13 @@ import pytest
 
 from hil_tests.make_corpus import expected_verdicts
 
-T0 = 10_000_000  # µs; each shot starts a second after the last
+T0 = 10_000_000  # µs
+GAP = 10_000_000  # µs from one stroke to the next: past any quiet-period end estimate
 
 
 def shot(n: int, intended: tuple[str, list[str], str | None], *events: tuple) -> list[dict]:
     """One shot's truth: a 1 ms stroke of ball 0, then ``(dt_us, type, keys)`` events, its verdict."""
-    t = T0 + n * 1_000_000
+    t = T0 + n * GAP
     lines: list[dict[str, Any]] = [
         {"t_us": t, "type": "shot_start", "shot": n, "cue_ball": 0},
         {"t_us": t, "type": "cue_contact", "shot": n, "ball": 0, "duration_us": 1000},
@@ -51,6 +52,18 @@ EXCEPTION_19_2 = shot(2, ("legal", [], "20(1)"), hit(500), pot())  # the same ov
 CUSHIONS = shot(2, ("legal", [], "20(2)(a)"), hit(), cushion(1, 200_000), cushion(3, 600_000))
 
 
+def placed(lines: list[dict], gap_mm: float) -> list[dict]:
+    """The shot with the truth's positions: ball 7 ``gap_mm`` from the cue ball."""
+    balls = {"0": [1000.0, 800.0], "7": [1000.0 + 68.0 + gap_mm, 800.0]}
+    return [line | {"balls": balls} if line.get("type") == "shot_start" else line for line in lines]
+
+
+# struck before the last ball of the shot before had stopped
+EARLY = shot(2, ("foul", ["14.2"], None), hit(), cushion(1, 200_000))
+NEAR_19_2 = placed(shot(2, ("legal", [], "20(1)"), hit(4000), pot()), 4.7)  # 19.2(1) excused it
+FAR = placed(shot(2, ("legal", [], "20(1)"), hit(4000), pot()), 30.0)
+
+
 def verdict(n: int | None, v: str, rules: list[str], satisfied: str | None = None) -> dict:
     return {"shot": n, "verdict": v, "rules": rules, "satisfied": satisfied}
 
@@ -75,6 +88,17 @@ CASES = [
      verdict(2, "foul", ["18"]), verdict(2, "foul", ["18"]), verdict(2, "foul", ["18"])),
     ("17 inside a shot: tracker only", shot(2, ("foul", ["17"], None), hit(), pot()),
      verdict(2, "foul", ["17"]), verdict(2, "legal", [], "20(1)"), REF_MIN),
+    ("14.2: the end of a shot is an estimate below the full set", EARLY,
+     verdict(2, "foul", ["14.2"]), verdict(2, "referee", ["14.2", "20"]),
+     verdict(2, "referee", ["14.2", "19.1", "20"])),
+    ("14.2 beside a certain foul", shot(2, ("foul", ["14.2", "18"], None), (5000, "cue_contact", {"ball": 0, "duration_us": 1000}), hit(), pot()),
+     verdict(2, "foul", ["14.2", "18"]), verdict(2, "foul", ["18"]), verdict(2, "foul", ["18"])),
+    ("19.2: a near first contact, the tip long gone", NEAR_19_2,
+     verdict(2, "legal", [], "20(1)"), verdict(2, "referee", ["19.2"]), REF_MIN),
+    ("not 19.2: the same timing, the ball far", FAR,
+     verdict(2, "legal", [], "20(1)"), verdict(2, "legal", [], "20(1)"), REF_MIN),
+    ("cut short before any clause: open on every set", shot(2, ("referee", ["20"], None), hit()),
+     verdict(2, "referee", ["20"]), verdict(2, "referee", ["20"]), REF_MIN),
 ]  # fmt: skip
 
 
@@ -108,3 +132,64 @@ def test_without_a_tracker_the_first_shot_after_a_boot_is_judged_as_a_break(
 def test_a_touched_ball_between_shots_needs_the_tracker(sensors: str, kept: int) -> None:
     touched = {"t_us": T0, "kind": "verdict", "shot": None, "verdict": "foul", "rules": ["17"]}
     assert len(expected_verdicts([touched], sensors)) == kept
+
+
+# the cue ball alone, to cushion 1
+NO_CONTACT = shot(2, ("foul", ["20"], None), cushion(1, 200_000))
+
+
+@pytest.mark.parametrize(
+    ("click_after_us", "want"),
+    [
+        (None, verdict(2, "foul", ["20"])),
+        (2_000_000, verdict(2, "referee", ["20"])),  # within the quiet period after cushion 1
+        (4_100_000, verdict(2, "referee", ["20"])),  # ... which runs 4 s from the last activity
+        (4_300_000, verdict(2, "foul", ["20"])),  # after the middle set ended the shot
+        (-500_000, verdict(2, "foul", ["20"])),  # before the stroke
+    ],
+)
+def test_a_false_click_leaves_no_contact_open_on_the_middle_set(
+    click_after_us: int | None, want: dict
+) -> None:
+    """A false click (ICD §7: about one a minute) heard while the middle set still counts the
+    shot as running: nothing without a tracker tells it from a contact (seed 563, shot 20)."""
+    truth = [{"t_us": T0, "type": "boot", "shot": None}, *BREAK, *NO_CONTACT]
+    stroke = T0 + 2 * GAP
+    clicks = [] if click_after_us is None else [stroke + click_after_us]
+    assert expected_verdicts(truth, "middle", clicks)[1] == want
+    assert expected_verdicts(truth, "full", clicks)[1] == verdict(2, "foul", ["20"])
+    assert expected_verdicts(truth, "minimum", clicks)[1] == REF_MIN
+
+
+@pytest.mark.parametrize(
+    ("clicks_after_break_us", "want_middle"),
+    [
+        ((), verdict(2, "legal", [], "20(1)")),
+        # 4.0 s: within the estimate (pot + 4 s), which now runs to 8.0 s; 7.5 s: to 11.5 s
+        ((4_000_000, 7_500_000), verdict(2, "referee", ["14.2"])),
+        ((4_000_000,), verdict(2, "legal", [], "20(1)")),  # its estimate ends before the stroke
+        ((5_500_000, 7_500_000), verdict(2, "legal", [], "20(1)")),  # the break had ended
+    ],
+)
+def test_a_false_click_in_the_pause_makes_the_next_stroke_early_to_the_middle_set(
+    clicks_after_break_us: tuple[int, ...], want_middle: dict
+) -> None:
+    """The break's last activity is its pot, 0.3 s after its stroke; the next stroke comes
+    10 s after that stroke.  A false click heard in the pause is activity to a set without
+    a tracker: until 4 s after it, the balls may still be rolling for all it knows."""
+    second = shot(2, ("legal", [], "20(1)"), hit(), pot())
+    truth = [{"t_us": T0, "type": "boot", "shot": None}, *BREAK, *second]
+    clicks = [T0 + GAP + dt for dt in clicks_after_break_us]
+    assert expected_verdicts(truth, "middle", clicks)[1] == want_middle
+    assert expected_verdicts(truth, "full", clicks)[1] == verdict(2, "legal", [], "20(1)")
+
+
+def test_a_stroke_within_the_quiet_period_is_early_to_both_smaller_sets() -> None:
+    """Shot 2 struck 3 s after the break's pot: the truth saw every ball stop, the rails,
+    pockets, lines and clicks cannot tell, so 14.2 is open below the full set."""
+    second = shot(2, ("legal", [], "20(1)"), hit(), pot())
+    soon = [line | {"t_us": line["t_us"] - GAP + 3_300_000} for line in second]
+    truth = [{"t_us": T0, "type": "boot", "shot": None}, *BREAK, *soon]
+    assert expected_verdicts(truth, "full")[1] == verdict(2, "legal", [], "20(1)")
+    assert expected_verdicts(truth, "middle")[1] == verdict(2, "referee", ["14.2"])
+    assert expected_verdicts(truth, "minimum")[1] == verdict(2, "referee", ["14.2", "19.1", "20"])

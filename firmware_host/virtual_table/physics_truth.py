@@ -478,13 +478,24 @@ class Sampler:
 
 
 def _vertices(seg: np.ndarray, t0: float, t1: float) -> np.ndarray:
-    """Times that keep the polyline of a parabolic piece within PATH_CHORD_MM of it."""
+    """Times that keep the polyline of a parabolic piece within PATH_CHORD_MM of it.
+
+    The chord test sees only curvature; a ball that slows to a turn along its own
+    line (a drawn cue ball creeping forward off a ball, then coming back) has none,
+    so the time of its slowest speed, where it turns, is always a vertex too.
+    """
     vx, vy, ax, ay = seg[3], seg[4], seg[5], seg[6]
     speed = math.hypot(vx, vy)
     a_perp = abs(vx * ay - vy * ax) / speed if speed > 0 else 0.0
     span = max(t1 - t0, 0.0)
     n = max(1, math.ceil(span * math.sqrt(a_perp / (8 * PATH_CHORD_MM)))) if a_perp > 0 else 1
-    return t0 + span * np.arange(n + 1) / n
+    times = t0 + span * np.arange(n + 1) / n
+    a2 = ax * ax + ay * ay
+    if a2 > 0.0:
+        turn = seg[0] - (vx * ax + vy * ay) / a2
+        if t0 < turn < t1:
+            times = np.sort(np.append(times, turn))
+    return times
 
 
 def start_stop_events(sampler: Sampler) -> list[dict[str, Any]]:

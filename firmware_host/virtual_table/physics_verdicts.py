@@ -10,6 +10,7 @@ and random matches take their verdicts from it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,16 +18,23 @@ from typing import Any
 from protocol.geometry import Table
 
 NEAR_GAP_MM = 10.0  # rules' default: "so close that a triple contact can hardly be avoided"
+FOLLOW_MM = 5.0  # 19.2(2) "не прошел вперед": forward travel after the collision beyond this fails
+ANGLE_TOL_DEG = 1e-6  # 19.2(1) "не менее 45 градусов": 45° (to float noise) is legal
+LENGTH_TOL_MM = 1e-6
+# without the stroke's angle: how far the cue ball goes before its direction is read
 PATH_TOL_MM = 2.0
 
 
 @dataclass
 class Judgement:
-    """Fouls found, and the clauses that made the shot's result legal, in the order they happened."""
+    """Fouls found, items left open, and the clauses that made the shot's result legal, in
+    the order they happened.  ``open``: only a shot a new stroke cut short (14.2) has any:
+    its result, when no clause was completed and no foul was certain before the cut."""
 
     fouls: list[str] = field(default_factory=list)
     satisfied: list[str] = field(default_factory=list)
     evidence_s: list[float] = field(default_factory=list)  # times of the events it rests on
+    open: list[str] = field(default_factory=list)
 
     def foul(self, rule: str, *times: float) -> None:
         self.fouls.append(rule)
@@ -34,7 +42,12 @@ class Judgement:
 
     @property
     def verdict(self) -> str:
-        return "foul" if self.fouls else "legal"
+        return "foul" if self.fouls else "referee" if self.open else "legal"
+
+    @property
+    def rules(self) -> list[str]:
+        """The verdict's ``rules``: the fouls, or for ``referee`` the items left open."""
+        return sorted(set(self.fouls)) if self.fouls else sorted(set(self.open))
 
 
 def _xy(raw: dict[str, Any], ball: int) -> tuple[float, float] | None:
@@ -50,49 +63,79 @@ def judge_shot(
     stroke_deg: float | None = None,
     declared: frozenset[int] = frozenset(),
     interrupted_previous: bool = False,
+    cut_short: bool = False,
 ) -> Judgement:
-    """Judge one shot from its events (``shot_start`` first, ``shot_end`` last), all of one shot."""
+    """Judge one shot from its events (``shot_start`` first, ``shot_end`` last), all of one shot.
+
+    ``cut_short``: a new stroke ended this shot before every ball stopped (14.2);
+    it is judged on its events until then, and a result not yet met is open.
+    """
     out = Judgement()
     start = events[0]
-    end = events[-1]
     cue = start["cue_ball"]
     balls: dict[str, Any] = start["balls"]
     frozen = {int(b): set(c) for b, c in start["frozen"].items()}
     tips = [e for e in events if e["type"] == "cue_contact"]
     t0 = tips[0]["t_s"]
+    result = "12.1" if is_break else "20"
     if interrupted_previous:
         out.foul("14.2", t0)
+    if is_break and cue != 0:
+        out.foul("11.2", t0)  # the coloured ball is always the break's cue ball
     if is_break and cue == 0 and not table.in_house(balls["0"][0]):
         out.foul("11.3", t0)
     if len(tips) > 1:
         out.foul("18", *(e["t_s"] for e in tips))
     for moved in (e for e in events if e["type"] == "ball_moved"):
         out.foul("17", moved["t_s"])
+    # A stroke away from a touching ball leaves it unmoved and the physics reports no
+    # contact with it (19.2's note); a stroke into one, pinned or not, is a contact.
     first = next((e for e in events if e["type"] == "ball_contact" and cue in e["balls"]), None)
     if first is None:
-        out.foul("12.1" if is_break else "20", t0)
+        _result_fails(out, result, cut_short, t0)
         return out
     target = first["balls"][1] if first["balls"][0] == cue else first["balls"][0]
-    _stroke(out, tips[0], first, cue, target, balls, end.get("paths", {}), table, stroke_deg)
+    _stroke(out, tips[0], first, cue, target, events, table, stroke_deg)
     # strictly after the first contact, though a rack's contacts share its time
     after = events[events.index(first) + 1 :]
     met = (
         _break_clause(after, cue)
         if is_break
-        else _item20(after, cue, target, frozen, target in declared)
+        else _item20(after, cue, target, frozen, frozenset(declared))
     )
     if met:
         out.satisfied += [clause for clause, _ in met]
         if not out.fouls:
             out.evidence_s += [first["t_s"], met[0][1]]
     else:
-        out.foul("12.1" if is_break else "20", first["t_s"])
+        _result_fails(out, result, cut_short, first["t_s"])
     return out
+
+
+def _result_fails(out: Judgement, item: str, cut_short: bool, t_s: float) -> None:
+    """No clause of the result met: a foul, or open on a shot cut short (14.2): its balls
+    still rolled when the next stroke came, so its outcome was never played out."""
+    if cut_short:
+        out.open.append(item)
+        out.evidence_s.append(t_s)
+    else:
+        out.foul(item, t_s)
 
 
 def _angle_deg(ux: float, uy: float, vx: float, vy: float) -> float:
     """Angle between two unit vectors."""
     return math.degrees(math.acos(max(-1.0, min(1.0, ux * vx + uy * vy))))
+
+
+def _at(path: list[list[float]], t: float) -> tuple[float, float]:
+    """The position on a path polyline ``[[t_s, x, y], ...]`` at ``t``, clamped to its ends."""
+    if t <= path[0][0]:
+        return path[0][1], path[0][2]
+    for (ta, xa, ya), (tb, xb, yb) in itertools.pairwise(path):
+        if t <= tb:
+            f = (t - ta) / (tb - ta) if tb > ta else 1.0
+            return xa + f * (xb - xa), ya + f * (yb - ya)
+    return path[-1][1], path[-1][2]
 
 
 def _stroke(
@@ -101,30 +144,90 @@ def _stroke(
     first: dict,
     cue: int,
     target: int,
-    balls: dict,
-    paths: dict,
+    events: list[dict],
     table: Table,
     stroke_deg: float | None,
 ) -> None:
-    """Items 19.1 and 19.2: the tip still on the cue ball when it met the object ball."""
-    t_end = tip["t_s"] + tip["duration_us"] / 1e6
-    if first["t_s"] > t_end:
-        return
+    """Items 19.1 and 19.2, judged on the ball the cue ball first contacts.
+
+    Near (gap under ``NEAR_GAP_MM``: touching or so close that a triple contact
+    can hardly be avoided), 19.2 alone decides, whatever the tip contact's
+    duration: legal if (1) the stroke -- the cue's real direction -- is at least
+    45° off the line of centres, or (2) the cue ball, after the collision, goes
+    no more than ``FOLLOW_MM`` forward along the line of centres; otherwise foul.
+    Not near, the tip still on the cue ball at the contact is a push (19.1).
+    """
+    balls = events[0]["balls"]
     cue_xy, obj_xy = _xy(balls, cue), _xy(balls, target)
     assert cue_xy is not None and obj_xy is not None
     dist = math.dist(cue_xy, obj_xy)
     if dist - table.ball_mm >= NEAR_GAP_MM:
-        out.foul("19.1", tip["t_s"], first["t_s"])
+        if first["t_s"] <= tip["t_s"] + tip["duration_us"] / 1e6:
+            out.foul("19.1", tip["t_s"], first["t_s"])
         return
     ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
-    stroke = math.radians(stroke_deg) if stroke_deg is not None else None
-    if stroke is not None and _angle_deg(math.cos(stroke), math.sin(stroke), ux, uy) >= 45.0:
-        return
-    path = paths.get(str(cue), [])
-    reach = max(((x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for _, x, y in path), default=0.0)
-    if reach <= dist + PATH_TOL_MM:
-        return
+    path = events[-1].get("paths", {}).get(str(cue), [])
+    if stroke_deg is not None:
+        off = _angle_deg(
+            math.cos(math.radians(stroke_deg)), math.sin(math.radians(stroke_deg)), ux, uy
+        )
+    else:
+        off = _path_direction(path, cue_xy, ux, uy)
+    if off >= 45.0 - ANGLE_TOL_DEG:
+        return  # 19.2(1)
+    if _forward_mm(path, events, first, cue, target, ux, uy) <= FOLLOW_MM + LENGTH_TOL_MM:
+        return  # 19.2(2)
     out.foul("19.2", tip["t_s"], first["t_s"])
+
+
+def _path_direction(
+    path: list[list[float]], cue_xy: tuple[float, float], ux: float, uy: float
+) -> float:
+    """Without the stroke's angle: the cue ball's initial direction off the line of centres."""
+    lead = next((p for p in path[1:] if math.dist(cue_xy, (p[1], p[2])) > PATH_TOL_MM), None)
+    if lead is None:
+        return 0.0
+    dx, dy = lead[1] - cue_xy[0], lead[2] - cue_xy[1]
+    norm = math.hypot(dx, dy)
+    return _angle_deg(dx / norm, dy / norm, ux, uy)
+
+
+def _forward_mm(
+    path: list[list[float]],
+    events: list[dict],
+    first: dict,
+    cue: int,
+    target: int,
+    ux: float,
+    uy: float,
+) -> float:
+    """19.2(2): how far the cue ball went forward along the line of centres after the
+    collision, from where it met the ball, while the stroke and that collision alone
+    moved it: until its next cushion, pocket or contact with another ball (a cue ball
+    drawn back to a cushion and rolling forward off it has not followed the ball)."""
+    if not path:
+        return 0.0
+    t_c = first["t_s"]
+    t_until = next(
+        (
+            e["t_s"]
+            for e in events
+            if e["t_s"] > t_c
+            and (
+                e["type"] in ("cushion", "pocket")
+                and e["ball"] == cue
+                or e["type"] == "ball_contact"
+                and cue in e["balls"]
+                and target not in e["balls"]
+            )
+        ),
+        math.inf,
+    )
+    met = _at(path, t_c)
+    points = [met, *((x, y) for t, x, y in path if t_c < t < t_until)]
+    if t_until < math.inf:
+        points.append(_at(path, t_until))
+    return max((x - met[0]) * ux + (y - met[1]) * uy for x, y in points)
 
 
 def _break_clause(after: list[dict], cue: int) -> list[tuple[str, float]]:
@@ -161,18 +264,20 @@ class _Ball:
 
 
 def _item20(
-    after: list[dict], cue: int, target: int, frozen: dict[int, set[int]], declared: bool
+    after: list[dict], cue: int, target: int, frozen: dict[int, set[int]], declared: frozenset[int]
 ) -> list[tuple[str, float]]:
     """Item 20 (1)-(4) in the order note 1 demands, and note 2; the clauses met, in time order.
 
-    Note 2: the first object ball rests against a cushion (or was declared
-    to) and sends the cue ball on.  With a separate second contact the
-    ordinary (2)(b)/(3)(b)/(4)(b) chain shows it and it is labelled note 2;
-    in one contact (no second ``ball_contact``) only a declaration makes the
-    cue ball's next cushion or crossing count.
+    Note 2: the cue ball meets a ball resting against a cushion (or declared to
+    be) before that ball has moved -- its first contact or a later one, the text
+    does not say "first" -- and that ball sends it on.  With a separate second
+    contact (the truth merges contacts of a pair less than 1 ms apart, so any
+    later ``ball_contact`` of the pair is one) the ordinary (2)(b)/(3)(b)/(4)(b)
+    chain shows it and it is labelled note 2; in one contact only a declaration
+    makes the cue ball's next cushion (other than that ball's) or crossing count.
     """
-    note2 = target in frozen or declared
-    rest_of_target = frozen.get(target, set())
+    resting_balls = set(frozen) | set(declared)
+    met: set[int] = {target} & resting_balls  # note 2's balls: resting when the cue ball met them
     moved = {cue, target}  # a ball that has moved no longer rests against its cushion
     state: dict[int, _Ball] = {}
     found: list[tuple[str, float]] = []
@@ -181,7 +286,12 @@ def _item20(
         return state.setdefault(b, _Ball())
 
     def chain(driver: int, x: int, plain: str) -> str:
-        return "20 note 2" if note2 and driver == target and x == cue else plain
+        return "20 note 2" if driver in met and x == cue else plain
+
+    def declared_on(cushion: int | None = None) -> bool:
+        """The cue ball, after one contact with a declared ball, reaches a cushion that ball
+        does not rest against, or crosses (``cushion`` None)."""
+        return any(o in declared and cushion not in frozen.get(o, set()) for o in met)
 
     for ev in after:
         kind = ev["type"]
@@ -199,7 +309,7 @@ def _item20(
                     found.append((chain(driver, x, "20(2)(b)"), ev["t_s"]))
                 if d_crossed:
                     found.append((chain(driver, x, "20(3)(b)"), ev["t_s"]))
-            if note2 and declared and x == cue and c not in rest_of_target:
+            if x == cue and declared_on(c):
                 found.append(("20 note 2", ev["t_s"]))
             bx.cushions.append(c)
         elif kind == "ball_contact":
@@ -212,6 +322,8 @@ def _item20(
                 if bx.crossed and resting:
                     found.append(("20(3)(c)", ev["t_s"]))
                 ball(y).driven.append((x, tuple(bx.cushions), bx.crossed))
+                if x == cue and y in resting_balls and y not in moved:
+                    met.add(y)
             moved.update((a, b))
         elif kind == "line_cross" and ev["line"] == "centre":
             x = ev["ball"]
@@ -221,7 +333,7 @@ def _item20(
             for driver, d_cush, _ in bx.driven:
                 if d_cush:
                     found.append((chain(driver, x, "20(4)(b)"), ev["t_s"]))
-            if note2 and declared and x == cue:
+            if x == cue and declared_on():
                 found.append(("20 note 2", ev["t_s"]))
             bx.crossed = True
     return found
@@ -265,6 +377,7 @@ def judge_truth(
             stroke_deg=rec["angle_deg"],
             declared=frozenset(declared.get(rec["shot"], ())),
             interrupted_previous=k > 0 and strokes[k - 1]["interrupted"],
+            cut_short=rec["interrupted"],
         )
         verdict: dict[str, Any] = {
             "kind": "verdict",
@@ -273,10 +386,10 @@ def judge_truth(
             "t_s": rec["t_end_s"],
             "break": rec["break"],
             "verdict": j.verdict,
-            "rules": sorted(set(j.fouls)),
+            "rules": j.rules,
             "evidence_s": sorted(set(j.evidence_s)),
         }
-        if not j.fouls:
+        if j.verdict == "legal":
             verdict["satisfied"] = j.satisfied[0]
         out.append(verdict)
     for t in touched:
