@@ -3,7 +3,10 @@
 One thread runs the pipeline (the transport's reader thread only queues
 chunks), so the decoder, the timing core and the referee never need locks.
 Everything from the outside world arrives here with its host receive time;
-the cores below see only bytes and ``host_rx_ns``.
+the cores below see only bytes and ``host_rx_ns``.  The pipeline sits behind
+an *engine* (:mod:`.engine`): compiled in this thread, or, on a first start
+while the numba kernels compile, interpreted in a worker process until the
+compiled pipeline takes over (``docs/startup.md``).
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from protocol.catalogue import ACK_STATUS, NODE_NAMES, NODE_STATUS_CODES
-from protocol.decoder import Decoded, record_message
 from rules import RulesConfig, indicator_for
 
 from .command_link import CommandLink, HealthChange, LinkHealth
-from .pipeline import Pipeline, Step
+from .engine import AckSniffer, Compiled, Engine, Outcome
+from .pipeline import Step
 from .recorder import CaptureRecorder
 from .transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
 
@@ -63,8 +66,9 @@ class Daemon:
         record_dir: str | Path | None = None,
         on_event: Sink | None = None,
         on_line: Sink | None = None,
+        engine: Engine | None = None,
     ) -> None:
-        self.pipeline = Pipeline(rules)
+        self.engine: Engine = engine or Compiled(rules)
         self.record_dir = record_dir
         # Opened now, so an unusable directory is an OSError here, before the port is touched.
         self.recorder = CaptureRecorder(record_dir) if record_dir else None
@@ -73,31 +77,51 @@ class Daemon:
         self.stats = DaemonStats()
         self._hello_wanted = threading.Event()
         self.connected = threading.Event()  # set while the port is open
-        self._transport = SerialTransport(url, baudrate=baud, on_status=self._link_status)
+        self._chunks: queue.SimpleQueue[Chunk] | None = None
+        self._sniffer: AckSniffer | None = None
+        if getattr(self.engine, "sniffs_acks", False):
+            # The engine answers late: ACKs are taken from the bytes in the reader thread.
+            self._sniffer = AckSniffer()
+            self._chunks = queue.SimpleQueue()
+        self._transport = SerialTransport(
+            url,
+            baudrate=baud,
+            on_status=self._link_status,
+            on_chunk=self._receive if self._sniffer is not None else None,
+        )
         self._link = CommandLink(self._transport.write, on_health=self._health)
         self._boot_id: int | None = None
         self._bad_seen = 0
+        self._bad_now: dict[str, int] = {}
         self._bad_reported_at = 0.0
         self._losses_seen: dict[str, int] = {}
         self._losses_reported_at = 0.0
 
-    def run(self, stop: threading.Event) -> DaemonStats:
+    @property
+    def pipeline(self) -> Any:
+        """The compiled pipeline (None while a cold start still runs interpreted)."""
+        engine = getattr(self.engine, "compiled", self.engine)
+        return getattr(engine, "pipeline", None)
+
+    def run(self, stop: threading.Event, abandon: threading.Event | None = None) -> DaemonStats:
+        """Referee until ``stop``; then judge what was read.  ``abandon`` set (a signal):
+        nothing the pipeline still holds is waited for."""
         recorder = self.recorder
         try:
             with self._transport.open(), self._link.start():
-                chunks = self._transport.chunks
+                chunks = self._chunks or self._transport.chunks
                 while not stop.is_set():
                     self._turn(chunks, recorder)
                 # Nothing read is lost: judge what the port delivered before the stop.
                 for _ in range(chunks.qsize()):
                     self._take(chunks.get_nowait(), recorder)
-                self._publish(self.pipeline.flush())
+                self._apply(self.engine.finish(abandon is not None and abandon.is_set()))
         finally:
             if recorder is not None:
                 recorder.close()
                 self.stats.record_lost = recorder.bytes_lost
-        self.stats.decoder = vars(self.pipeline.decoder.stats())
-        self.stats.losses = self.pipeline.events.losses()
+        self.stats.decoder = self.engine.decoder_stats()
+        self.stats.losses = self.engine.losses()
         return self.stats
 
     def _turn(self, chunks: queue.SimpleQueue, recorder: CaptureRecorder | None) -> None:
@@ -108,7 +132,7 @@ class Daemon:
         try:
             chunk = chunks.get(timeout=TICK_S)
         except queue.Empty:
-            self._publish(self.pipeline.tick(time.monotonic_ns()))
+            self._apply(self.engine.idle(time.monotonic_ns()))
             return
         self._take(chunk, recorder)
 
@@ -117,14 +141,25 @@ class Daemon:
         self.stats.bytes += len(chunk.data)
         if recorder is not None:
             recorder.write(chunk.data, chunk.host_rx_ns)
-        decoded = self.pipeline.decoder.feed(chunk.data)
-        self._frames(decoded)
-        self._publish(self.pipeline.feed_decoded(decoded, chunk.host_rx_ns))
-        self._report_losses()
+        self._apply(self.engine.feed(chunk.data, chunk.host_rx_ns))
 
-    def _frames(self, decoded: Decoded) -> None:
-        """Frames the host itself acts on: ACKs, boots, node health, logs."""
-        for ack in decoded.tables.get("ACK", ()):
+    def _receive(self, chunk: Chunk) -> None:
+        """The reader thread, with a sniffing engine: the hub's ACKs at once, then the queue."""
+        assert self._sniffer is not None and self._chunks is not None
+        acks = self._sniffer.feed(chunk.data)
+        if acks:
+            self._acks(acks)
+        self._chunks.put(chunk)
+
+    def _apply(self, outcomes: list[Outcome]) -> None:
+        for outcome in outcomes:
+            self._frames(outcome.tables)
+            self._report_bad(outcome)
+            self._publish(outcome.step)
+            self._report_losses(outcome)
+
+    def _acks(self, acks: Any) -> None:
+        for ack in acks:
             if ack["status"]:
                 log.warning(
                     "hub refused host frame %d: %s",
@@ -132,7 +167,11 @@ class Daemon:
                     ACK_STATUS.get(int(ack["status"])),
                 )
             self._link.on_ack(int(ack["acked_seq"]), int(ack["acked_type"]), int(ack["status"]))
-        for hello in decoded.tables.get("HELLO", ()):
+
+    def _frames(self, tables: dict[str, Any]) -> None:
+        """Frames the host itself acts on: ACKs, boots, node health, logs."""
+        self._acks(tables.get("ACK", ()))
+        for hello in tables.get("HELLO", ()):
             boot_id = int(hello["boot_id"])
             if self._boot_id is not None and boot_id != self._boot_id:
                 self.stats.reboots += 1
@@ -151,33 +190,41 @@ class Daemon:
                     hello["fw_patch"],
                 )
             self._boot_id = boot_id
-        for status in decoded.tables.get("NODE_STATUS", ()):
+        for status in tables.get("NODE_STATUS", ()):
             log.warning(
                 "node %s: %s (detail %d)",
                 NODE_NAMES.get(int(status["peer"]), status["peer"]),
                 NODE_STATUS_CODES.get(int(status["code"]), status["code"]),
                 status["detail"],
             )
-        for rec in decoded.tables.get("LOG", ()):
-            entry = record_message(rec)
-            level = LOG_LEVELS[min(entry.fields["level"], 3)]
-            log.log(level, "%s: %s", NODE_NAMES.get(entry.node, entry.node), entry.fields["text"])
-        self._report_bad()
+        if "LOG" in tables:
+            from protocol.decoder import record_message
 
-    def _report_bad(self) -> None:
-        decoder = self.pipeline.decoder
-        bad = decoder.bad_total
+            for rec in tables["LOG"]:
+                entry = record_message(rec)
+                level = LOG_LEVELS[min(entry.fields["level"], 3)]
+                log.log(
+                    level, "%s: %s", NODE_NAMES.get(entry.node, entry.node), entry.fields["text"]
+                )
+
+    def _report_bad(self, outcome: Outcome) -> None:
+        if outcome.bad is not None:
+            self._bad_now = outcome.bad
+        bad = outcome.bad_total
+        if bad is None:
+            return
         now = time.monotonic()
         if bad > self._bad_seen and now - self._bad_reported_at >= BAD_REPORT_S:
-            log.warning("%d bad frames dropped so far (%s)", bad, decoder.stats().bad)
+            log.warning("%d bad frames dropped so far (%s)", bad, self._bad_now)
             self._bad_seen, self._bad_reported_at = bad, now
 
-    def _report_losses(self) -> None:
+    def _report_losses(self, outcome: Outcome) -> None:
         """The timing core's notices once each; its loss counters summed, at most once a second."""
-        events = self.pipeline.events
-        for notice in events.take_notices():
+        for notice in outcome.notices:
             log.warning("%s", notice)
-        losses = events.losses()
+        losses = outcome.losses
+        if losses is None:
+            return
         now = time.monotonic()
         if losses != self._losses_seen and now - self._losses_reported_at >= BAD_REPORT_S:
             log.warning("timing and fusion dropped or refused data so far: %s", losses)

@@ -10,8 +10,15 @@ pyserial URL (socket:// and rfc2217:// with HOST:PORT); anything else is a
 usage error at once, while a table that is only absent is waited for.
 --record DIR is created if missing; a full disk later is logged and the
 refereeing goes on.  SIGINT, SIGTERM or SIGHUP at any moment: the virtual
-table is terminated, the recording closed, exit status 128 + the signal
-(130, 143, 129).
+table (and any helper process) is terminated, the recording closed, exit
+status 128 + the signal (130, 143, 129).
+
+The first start with a cold numba cache does not wait for the kernels to
+compile: a background process compiles them (progress on stderr, once per
+install) while the same pipeline referees in pure Python in a worker
+process; the compiled pipeline takes over when they are ready.  If the
+match ends first, run waits for the compile to finish (a signal skips it)
+so that the next start is warm.  See docs/startup.md.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -92,7 +100,8 @@ class _Signals:
         self.stop = stop
         self.signum: int | None = None
         self.raising = True
-        self.table: subprocess.Popen[str] | None = None
+        self.children: list[subprocess.Popen[Any]] = []  # the virtual table and helpers
+        self.abandon = threading.Event()  # set with the signal: the daemon waits for nothing
         self._watchdog: threading.Timer | None = None
         main = threading.current_thread() is threading.main_thread()  # else Python refuses
         self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS} if main else {}
@@ -105,6 +114,7 @@ class _Signals:
         if self.signum is not None:
             self._hard_exit()
         self.signum = signum
+        self.abandon.set()
         self.stop.set()
         self._watchdog = threading.Timer(GRACE_S, self._hard_exit)
         self._watchdog.daemon = True
@@ -113,8 +123,8 @@ class _Signals:
             raise _Interrupted
 
     def _hard_exit(self) -> None:
-        if self.table is not None:
-            _kill(self.table)
+        for child in self.children:
+            _kill(child)
         os._exit(self.status or 1)
 
     def restore(self) -> None:
@@ -125,22 +135,22 @@ class _Signals:
             signal.signal(sig, handler)
 
 
-def _kill(table: subprocess.Popen[str]) -> None:
+def _kill(child: subprocess.Popen[Any]) -> None:
     try:
-        table.kill()
+        child.kill()
     except OSError:  # already gone
         pass
 
 
-def _end_table(table: subprocess.Popen[str]) -> None:
-    """Terminate the virtual table and reap it; kill it if it does not go."""
-    if table.poll() is None:
-        table.terminate()
+def _end(child: subprocess.Popen[Any]) -> None:
+    """Terminate a child (the virtual table, a helper) and reap it; kill it if it does not go."""
+    if child.poll() is None:
+        child.terminate()
         try:
-            table.wait(TABLE_EXIT_S)
+            child.wait(TABLE_EXIT_S)
         except subprocess.TimeoutExpired:
-            table.kill()
-            table.wait()
+            child.kill()
+            child.wait()
 
 
 def _child_setup(parent: int) -> Any:
@@ -159,7 +169,30 @@ def _child_setup(parent: int) -> Any:
     return setup
 
 
-def _virtual_table(args: argparse.Namespace, signals: _Signals) -> subprocess.Popen[str]:
+def _spawn(
+    cmd: list[str], signals: _Signals, env: dict[str, str] | None = None, **kwargs: Any
+) -> subprocess.Popen[Any]:
+    """A child that a signal to us, or our death, always ends."""
+    setup = _child_setup(os.getpid()) if sys.platform.startswith("linux") else None
+    # No signal between the fork and knowing the child's pid: it could not be terminated.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        child = subprocess.Popen(
+            cmd,
+            env=env,
+            start_new_session=True,  # a terminal's Ctrl-C reaches us; we end the child
+            preexec_fn=setup,  # noqa: PLW1509 - no other thread runs yet
+            **kwargs,
+        )
+        signals.children.append(child)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return child
+
+
+def _virtual_table(
+    args: argparse.Namespace, signals: _Signals, interpreted: bool
+) -> subprocess.Popen[str]:
     cmd = [
         sys.executable,
         "-m",
@@ -178,22 +211,43 @@ def _virtual_table(args: argparse.Namespace, signals: _Signals) -> subprocess.Po
     ]
     if args.scenario:
         cmd += ["--scenario", args.scenario]
-    setup = _child_setup(os.getpid()) if sys.platform.startswith("linux") else None
-    # No signal between the fork and knowing the child's pid: it could not be terminated.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-    try:
-        table = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
+    # With the kernels not compiled yet, the table's physics runs as plain Python: a
+    # two-minute match takes under a second to build that way, and nothing to compile.
+    env = _interpreted_env() if interpreted else None
+    return _spawn(cmd, signals, env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+
+
+def _interpreted_env() -> dict[str, str]:
+    return {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+
+
+def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tuple[Any, Any]:
+    """The kernels are not compiled: a warm-up in the background, a worker meanwhile."""
+    from ..engine import ColdStart
+    from ..warmup import Background, marker_path
+
+    warmup = None
+    if marker_path() is not None:  # else numba caches nothing: compiling would not last
+        proc = _spawn(
+            [sys.executable, "-m", "firmware_host.warmup", "--machine", "--nice", "10"],
+            signals,
             stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,  # a terminal's Ctrl-C reaches us; we end the table
-            preexec_fn=setup,  # noqa: PLW1509 - no other thread runs yet
+            stdout=subprocess.PIPE,
         )
-        signals.table = table
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    return table
+        warmup = Background(proc, say)
+    worker = _spawn(
+        [sys.executable, "-m", "firmware_host.interpreted"],
+        signals,
+        _interpreted_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    return ColdStart(worker, warmup, rules), warmup
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"firmware-host run: {text}\n")
+    sys.stderr.flush()
 
 
 def _check_scenario(name: str) -> bool:
@@ -219,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signals = _Signals(stop)
     table = None
+    engine = warmup = None
     stats = None
     try:
         try:
@@ -229,6 +284,16 @@ def run(args: argparse.Namespace) -> int:
             record = record_dir(args.record) if args.record else None
 
             from rules import RulesConfig
+
+            from ..warmup import is_warm
+
+            rules = RulesConfig(discipline=args.discipline)
+            cold = not is_warm()
+            # Every child first, so they start while this process imports.
+            if cold:
+                engine, warmup = _cold_start(signals, rules, _say)
+            if args.port is None:
+                table = _virtual_table(args, signals, interpreted=cold)
 
             from ..cliutil import dumps
             from ..daemon import Daemon
@@ -245,8 +310,7 @@ def run(args: argparse.Namespace) -> int:
                     (lambda e: show(dumps(e))) if args.json else (lambda e: show(event_text(e)))
                 )
             url = args.port
-            if url is None:
-                table = _virtual_table(args, signals)
+            if table is not None:
                 assert table.stdout is not None
                 url = table.stdout.readline().strip()
                 if not url:
@@ -264,10 +328,11 @@ def run(args: argparse.Namespace) -> int:
                 daemon = Daemon(
                     url,
                     baud=args.baud,
-                    rules=RulesConfig(discipline=args.discipline),
+                    rules=rules,
                     record_dir=record,
                     on_event=on_event,
                     on_line=on_line,
+                    engine=engine,
                 )
             except OSError as exc:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
@@ -278,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
                 timer = threading.Timer(args.duration, stop.set)
                 timer.daemon = True
                 timer.start()
-            stats = daemon.run(stop)
+            stats = daemon.run(stop, abandon=signals.abandon)
     except _Interrupted:
         pass
     except Exception:
@@ -289,8 +354,11 @@ def run(args: argparse.Namespace) -> int:
         signals.raising = False
         stop.set()
         if table is not None:
-            _end_table(table)
-        signals.restore()
+            _end(table)
+        if engine is not None:
+            engine.close()
+        if signals.status is not None or stats is None:
+            _end_all(signals, warmup)
     if signals.status is not None:
         return signals.status
     assert stats is not None
@@ -302,4 +370,24 @@ def run(args: argparse.Namespace) -> int:
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
         f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
     )
-    return 0
+    try:
+        if warmup is not None and warmup.returncode is None:
+            # The match ended before the kernels did: finish them, or the next start is cold
+            # again.  Its progress goes on; a signal ends it (and run, with 128 + signal).
+            _say(
+                "refereeing done; finishing the numba compile so that later starts take "
+                "seconds (once per install; Ctrl-C skips it)"
+            )
+            while signals.signum is None and warmup.wait(0.2) is None:
+                pass
+    finally:
+        _end_all(signals, warmup)
+    return signals.status or 0
+
+
+def _end_all(signals: _Signals, warmup: Any) -> None:
+    if warmup is not None:
+        warmup.quiet()  # ended by us: no "failed" line
+    for child in signals.children:
+        _end(child)
+    signals.restore()

@@ -1,0 +1,391 @@
+"""What turns the port's bytes into outcomes for the daemon: compiled, or a cold start.
+
+:class:`Compiled` is the pipeline in the daemon's own thread (numba kernels
+loaded from the cache).  :class:`ColdStart` is what ``run`` uses while the
+kernels are not compiled yet (see ``docs/startup.md``):
+
+* every input (a chunk with its ``host_rx_ns``, a tick, the end) is an *op*,
+  numbered, kept, and sent to the same pipeline running interpreted in a
+  worker process (:mod:`.interpreted`); its outcomes come back in op order
+  and are published as they come;
+* the hub's ACKs cannot wait for a worker that runs behind the wire (the
+  command link resends after 50 ms), so :class:`AckSniffer` picks them out
+  of the bytes in the transport's reader thread, as they arrive;
+* when the warm-up process (:mod:`.warmup`) has compiled the kernels, a fresh
+  compiled pipeline replays every op so far in this thread (numba's first
+  compile is not safe across threads; this is the one thread), the outcomes
+  of the ops the worker already answered are compared and dropped, the rest
+  published, and the worker is stopped.  The pipeline is deterministic: the
+  same ops give the same events and lines, compiled or interpreted.
+
+Each engine's ``feed``/``idle``/``finish`` return the outcomes to publish now.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import queue
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from protocol.catalogue import BY_NAME, MAX_BODY
+from protocol.framing import Message, parse_frame
+from rules import RulesConfig
+
+from .pipeline import Step
+
+log = logging.getLogger(__name__)
+
+#: Decoded frames the daemon itself acts on (the command link, the log).
+HOST_TABLES = ("ACK", "HELLO", "NODE_STATUS", "LOG")
+COLD_TICK_S = 0.02  # a tick op at most this often while interpreted (every op is kept)
+FEED, TICK, FLUSH = "feed", "tick", "flush"
+Op = tuple[Any, ...]  # (FEED, data, host_rx_ns) | (TICK, host_now_ns) | (FLUSH,)
+
+
+@dataclass
+class Outcome:
+    """What the pipeline made of one op, as the daemon needs it.
+
+    ``bad`` and ``losses`` are the running totals after the op (``None``:
+    not known here, keep the last); ``notices`` are new since the last op.
+    """
+
+    tables: dict[str, Any] = field(default_factory=dict)
+    step: Step = field(default_factory=Step)
+    bad_total: int | None = None
+    bad: dict[str, int] | None = None
+    notices: list[str] = field(default_factory=list)
+    losses: dict[str, int] | None = None
+    decoder_stats: dict[str, Any] | None = None  # the decoder's totals (with the FLUSH outcome)
+
+
+class Engine(Protocol):
+    def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]: ...
+    def idle(self, host_now_ns: int) -> list[Outcome]: ...
+    def finish(self, abandon: bool = False) -> list[Outcome]: ...
+    def decoder_stats(self) -> dict[str, Any]: ...
+    def losses(self) -> dict[str, int]: ...
+
+
+class Compiled:
+    """The pipeline in the calling thread; every op's outcome at once."""
+
+    def __init__(self, rules: RulesConfig | None = None) -> None:
+        from .pipeline import Pipeline  # numba: imported (not compiled) only when needed
+
+        self.pipeline = Pipeline(rules)
+
+    def apply(self, op: Op) -> Outcome:
+        pipe = self.pipeline
+        tables: dict[str, Any] = {}
+        if op[0] == FEED:
+            decoded = pipe.decoder.feed(op[1])
+            tables = {k: v for k, v in decoded.tables.items() if k in HOST_TABLES}
+            step = pipe.feed_decoded(decoded, op[2])
+        elif op[0] == TICK:
+            step = pipe.tick(op[1])
+        else:
+            step = pipe.flush()
+        bad_total = pipe.decoder.bad_total
+        return Outcome(
+            tables,
+            step,
+            bad_total,
+            pipe.decoder.stats().bad if bad_total else {},
+            pipe.events.take_notices(),
+            pipe.events.losses(),
+            vars(pipe.decoder.stats()) if op[0] == FLUSH else None,
+        )
+
+    def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:
+        return [self.apply((FEED, data, host_rx_ns))]
+
+    def idle(self, host_now_ns: int) -> list[Outcome]:
+        return [Outcome(step=self.pipeline.tick(host_now_ns))]
+
+    def finish(self, abandon: bool = False) -> list[Outcome]:
+        return [self.apply((FLUSH,))]
+
+    def decoder_stats(self) -> dict[str, Any]:
+        return vars(self.pipeline.decoder.stats())
+
+    def losses(self) -> dict[str, int]:
+        return self.pipeline.events.losses()
+
+
+class AckSniffer:
+    """The hub's ACK frames out of raw bytes, in pure Python, as they arrive.
+
+    A frame's COBS code byte is followed by the body's first bytes unchanged
+    up to its first zero; version and msg_type are never zero in a valid
+    frame, so ``frame[2]`` is the msg_type and only ACKs are parsed (CRC
+    checked, through the catalogue like every frame).
+    """
+
+    ACK = BY_NAME["ACK"].msg_type
+
+    def __init__(self) -> None:
+        self._carry = b""
+
+    def feed(self, data: bytes) -> list[dict[str, int]]:
+        *frames, rest = (self._carry + data).split(b"\x00")
+        self._carry = rest if len(rest) <= MAX_BODY + 2 else b""  # an over-long run: garbage
+        acks = []
+        for raw in frames:
+            if len(raw) > 2 and raw[0] >= 3 and raw[2] == self.ACK:
+                msg = parse_frame(raw)
+                if isinstance(msg, Message):
+                    acks.append(msg.fields)
+        return acks
+
+
+class Worker:
+    """The client side of an interpreted worker (:mod:`.interpreted`) on its pipes.
+
+    Ops are pickled by a writer thread (a worker running behind never blocks
+    the daemon); a reader thread queues the outcomes, ``None`` at its end.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], rules: RulesConfig | None) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc = proc
+        self.sent = 0
+        self.outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
+        self._ops: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
+        self._ops.put(("rules", rules or RulesConfig()))
+        threading.Thread(target=self._write, name="interpreted-in", daemon=True).start()
+        threading.Thread(target=self._read, name="interpreted-out", daemon=True).start()
+
+    def send(self, op: Op) -> None:
+        self.sent += 1
+        self._ops.put(op)
+
+    def _write(self) -> None:
+        pipe = self.proc.stdin
+        assert pipe is not None
+        try:
+            while (op := self._ops.get()) is not None:
+                pickle.dump(op, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+                if self._ops.empty():
+                    pipe.flush()
+            pipe.close()
+        except (OSError, ValueError):  # the worker is gone: the reader says so
+            pass
+
+    def _read(self) -> None:
+        pipe = self.proc.stdout
+        assert pipe is not None
+        try:
+            while True:
+                self.outcomes.put(pickle.load(pipe))
+        except (EOFError, OSError, pickle.UnpicklingError, ValueError):
+            self.outcomes.put(None)
+
+    def stop(self) -> None:
+        """Close its input and end it (its outcomes from now on are not wanted)."""
+        self._ops.put(None)
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class ColdStart:
+    """Interpreted in a worker until the warm-up is done, then compiled here.
+
+    ``warmup`` (``None``: nothing is being compiled, e.g. numba cannot cache
+    here) is a :class:`.warmup.Background`, watched through ``returncode``.
+    The daemon answers ACKs from the raw bytes (:attr:`sniffs_acks`), so no
+    outcome of this engine carries them.  While the worker is busy, the
+    chunks that arrive are joined into one op (as if one read had returned
+    them all): the worker never falls behind by more than what came while it
+    worked on the last op, and the compiled replay has few ops to go through.
+    """
+
+    sniffs_acks = True
+    IN_FLIGHT = 2  # ops sent to the worker and not answered yet, at most
+
+    def __init__(
+        self,
+        worker: subprocess.Popen[bytes],
+        warmup: Any,
+        rules: RulesConfig | None = None,
+    ) -> None:
+        self.rules = rules
+        self._worker: Worker | None = Worker(worker, rules)
+        self.warmup = warmup
+        self._ops: list[Op] | None = [] if warmup is not None else None
+        self._steps: list[Step] = []  # what the worker's outcomes published, op by op
+        self._answered = 0
+        self._sent = 0
+        self._pending = bytearray()  # chunks not sent yet: the next feed op
+        self._pending_rx = 0
+        self._last_op_at = 0.0
+        self._worker_stats: dict[str, Any] = {}
+        self._losses: dict[str, int] = {}
+        self.compiled: Compiled | None = None
+        self.switched_at_op: int | None = None  # where the compiled pipeline took over
+        self.disagreements = 0  # ops whose compiled outcome differed from the worker's
+
+    # -- the engine interface ------------------------------------------------------------
+
+    def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:
+        if self.compiled is not None:
+            return _no_acks(self.compiled.feed(data, host_rx_ns))
+        self._pending += data
+        self._pending_rx = host_rx_ns
+        out = self._collect()
+        if self.compiled is None:
+            self._send_pending()
+        return out
+
+    def idle(self, host_now_ns: int) -> list[Outcome]:
+        if self.compiled is not None:
+            return self.compiled.idle(host_now_ns)
+        out = self._collect()
+        if self.compiled is None:
+            self._send_pending()
+            if (
+                self._worker is not None
+                and self._answered == self._sent
+                and time.monotonic() - self._last_op_at >= COLD_TICK_S
+            ):
+                self._send((TICK, host_now_ns))
+        return out
+
+    def finish(self, abandon: bool = False) -> list[Outcome]:
+        """The end of input: the worker's last outcomes (waited for), or the compiled flush.
+
+        ``abandon`` (a signal): nothing more is wanted, nothing is waited for.
+        """
+        if abandon:
+            return []
+        if self.compiled is not None:
+            return _no_acks(self.compiled.finish())
+        self._send_pending(force=True)
+        self._send((FLUSH,))
+        out = []
+        while self._worker is not None and self._answered < self._sent:
+            out += self._collect(block=True, switch=False)
+        if self._worker is not None:  # every op answered, the flush too
+            self.close()
+            return out
+        # The worker died on the way: the compiled pipeline replays every op, the flush too.
+        if self.warmup is not None:
+            self.warmup.wait()
+        return out + self._switch(fallback=True)
+
+    def decoder_stats(self) -> dict[str, Any]:
+        return self.compiled.decoder_stats() if self.compiled else self._worker_stats
+
+    def losses(self) -> dict[str, int]:
+        return self.compiled.losses() if self.compiled else self._losses
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+    # -- inside ----------------------------------------------------------------------------
+
+    def _send_pending(self, force: bool = False) -> None:
+        if self._pending and (force or self._sent - self._answered < self.IN_FLIGHT):
+            self._send((FEED, bytes(self._pending), self._pending_rx))
+            self._pending.clear()
+
+    def _send(self, op: Op) -> None:
+        self._last_op_at = time.monotonic()
+        self._sent += 1
+        if self._ops is not None:
+            self._ops.append(op)
+        if self._worker is not None:
+            self._worker.send(op)
+
+    def _collect(self, block: bool = False, switch: bool = True) -> list[Outcome]:
+        """The worker's outcomes that came back; the switch once the warm-up is done."""
+        out = []
+        worker = self._worker
+        while worker is not None:
+            try:
+                got = worker.outcomes.get(timeout=0.05) if block else worker.outcomes.get_nowait()
+            except queue.Empty:
+                break
+            if got is None:  # the worker ended: it said why on stderr
+                worker.stop()
+                status = worker.proc.returncode
+                self._worker = worker = None
+                if self._ops is None:  # nothing kept, nothing compiling: no way on
+                    raise RuntimeError(f"the interpreted pipeline stopped (exit {status})")
+                log.error(
+                    "the interpreted pipeline stopped; the verdicts wait for the compiled one"
+                )
+                break
+            self._answered += 1
+            if self._ops is not None:
+                self._steps.append(got.step)
+            if got.losses is not None:
+                self._losses = got.losses
+            if got.decoder_stats is not None:
+                self._worker_stats = got.decoder_stats
+            got.tables.pop("ACK", None)
+            out.append(got)
+            block = False
+        if switch and self.warmup is not None and self.warmup.returncode is not None:
+            out += self._switch()
+        return out
+
+    def _switch(self, fallback: bool = False) -> list[Outcome]:
+        warmup, self.warmup = self.warmup, None
+        if warmup is not None and warmup.returncode != 0 and not fallback:
+            log.warning(
+                "the numba warm-up failed (exit %s): the table is refereed in pure Python "
+                "for this session",
+                warmup.returncode,
+            )
+            if self._worker is not None:
+                self._ops, self._steps = None, []  # no switch to come: keep nothing
+                return []
+        started = time.monotonic()
+        self._send_pending(force=True)
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+        compiled = Compiled(self.rules)
+        ops, self._ops = self._ops or [], None
+        out = []
+        for i, op in enumerate(ops):
+            got = compiled.apply(op)
+            if i < self._answered:
+                if got.step != self._steps[i]:
+                    self.disagreements += 1
+                continue
+            got.tables.pop("ACK", None)
+            out.append(got)
+        if self.disagreements:
+            log.warning(
+                "%d of %d inputs gave other events or lines compiled than interpreted",
+                self.disagreements,
+                self._answered,
+            )
+        self.compiled, self.switched_at_op, self._steps = compiled, self._answered, []
+        log.info(
+            "compiled pipeline took over after op %d of %d (replayed in %.1f s)",
+            self._answered,
+            len(ops),
+            time.monotonic() - started,
+        )
+        return out
+
+
+def _no_acks(outcomes: list[Outcome]) -> list[Outcome]:
+    for outcome in outcomes:
+        outcome.tables.pop("ACK", None)
+    return outcomes

@@ -1,0 +1,494 @@
+"""Compile every numba kernel once per install, and know whether that is done.
+
+A cold numba cache costs a minute or more of compiling (several on a small
+ARM board) before the first kernel call returns.  ``run`` does not wait for
+it: when :func:`is_warm` says no, it starts this module as a background
+process (``python -m firmware_host.warmup --machine``) and referees
+meanwhile with the same pipeline interpreted (:mod:`.interpreted`).  This
+process drives every kernel through the paths the commands take (the
+virtual table's physics; the decoder, timing core and fusion on short
+captures of every sensor set, with faults, a hub reboot and clocks near the
+wrap, live with a host clock and ticks, as a replay and as a batch), so
+numba writes each specialisation to its on-disk cache, then writes a
+*marker* beside the cache.  A later start finds the marker and loads the
+kernels from the cache in about a second.
+
+The marker is a fingerprint of what numba's cache depends on: every source
+file of the kernel packages (path, size, mtime: numba's own staleness test),
+numba's and Python's versions and the CPU numba compiles for.  An upgrade,
+an edit or another machine changes it, and the next start warms up again
+(quickly where numba's own cache entries still hold).
+
+Run by hand (or by a packaging post-install step) it prints its progress::
+
+    python -m firmware_host.warmup            # compile now, so the first `run` is warm
+    python -m firmware_host.warmup --report   # and print each kernel's compile time
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import numba_cache
+
+MARKER = "firmware-host-warm.json"
+PACKAGES = ("firmware_host", "protocol")  # where the kernels (and what they import) live
+KERNEL_MODULES = (
+    "protocol.kernels",
+    "firmware_host.timing.unwrap",
+    "firmware_host.timing.clock_model",
+    "firmware_host.timing.timeline",
+    "firmware_host.fusion.geometry",
+    "firmware_host.fusion.paths",
+    "firmware_host.fusion.impulse",
+    "firmware_host.fusion.kernel",
+    "firmware_host.virtual_table.physics",
+)
+PROGRESS_S = 1.0  # --machine: a progress line at least this often
+HUMAN_PROGRESS_S = 3.0
+
+
+# -- is the cache warm? ----------------------------------------------------------------
+
+
+def marker_path() -> Path | None:
+    """Where the marker lives: beside numba's cache (None: numba caches nothing)."""
+    numba_cache.ensure()
+    if numba_cache.decision == "off":
+        return None
+    chosen = os.environ.get(numba_cache.ENV)
+    if chosen:
+        return Path(chosen) / MARKER
+    return Path(__file__).resolve().parent / "__pycache__" / MARKER
+
+
+def _sources() -> list[list[Any]]:
+    here = Path(__file__).resolve().parent.parent
+    found = []
+    for package in PACKAGES:
+        for path, subdirs, files in os.walk(here / package):
+            subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(path, name))
+                    rel = os.path.relpath(os.path.join(path, name), here)
+                    found.append([rel, st.st_size, st.st_mtime_ns])
+    return found
+
+
+def _versions() -> dict[str, str]:
+    return {
+        "python": sys.version,
+        "numba": metadata.version("numba"),
+        "llvmlite": metadata.version("llvmlite"),
+        "numpy": metadata.version("numpy"),
+    }
+
+
+def _cpu() -> list[str]:
+    """numba's own cache key for the machine code: target triple, CPU name and features."""
+    from numba.core.registry import cpu_target
+
+    return list(cpu_target.target_context.codegen().magic_tuple())
+
+
+def fingerprint() -> dict[str, Any]:
+    return {"versions": _versions(), "cpu": _cpu(), "sources": _sources()}
+
+
+def is_warm() -> bool:
+    """True if a warm-up finished for exactly these sources, versions and CPU.
+
+    The cheap parts (the marker, the files) are checked first: on a cold
+    install this answers without importing numba.
+    """
+    path = marker_path()
+    if path is None:
+        return False
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(stored, dict):
+        return False
+    if stored.get("sources") != _sources() or stored.get("versions") != _versions():
+        return False
+    return bool(stored.get("cpu") == _cpu())
+
+
+def _write_marker(path: Path, print_: dict[str, Any], seconds: float) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({**print_, "warmup_s": round(seconds, 1)}))
+    os.replace(tmp, path)  # atomic: a reader sees the old marker or the new one
+
+
+# -- what the compile costs --------------------------------------------------------------
+
+
+@dataclass
+class KernelCost:
+    """One dispatcher's compiles in this process: time without its callees', and with."""
+
+    name: str
+    seconds: float = 0.0  # its own compiling (callees compiled meanwhile subtracted)
+    inclusive: float = 0.0
+    compiles: int = 0  # specialisations compiled here (cache misses)
+    signatures: int = 0  # specialisations it holds at the end (compiled or loaded)
+
+
+@dataclass
+class CompileLog:
+    """numba's ``numba:compile`` events, per dispatcher; cache loads are not compiles."""
+
+    costs: dict[str, KernelCost] = field(default_factory=dict)
+    _stack: list[list[float]] = field(default_factory=list)
+    _dispatchers: dict[str, Any] = field(default_factory=dict)
+
+    def install(self) -> None:
+        from numba.core import event
+
+        log = self
+
+        class _Listener(event.Listener):  # type: ignore[misc]
+            def on_start(self, ev: Any) -> None:
+                log._stack.append([time.perf_counter(), 0.0])
+
+            def on_end(self, ev: Any) -> None:
+                start, children = log._stack.pop()
+                took = time.perf_counter() - start
+                if log._stack:
+                    log._stack[-1][1] += took
+                dispatcher = ev.data["dispatcher"]
+                name = _name(dispatcher)
+                cost = log.costs.setdefault(name, KernelCost(name))
+                cost.seconds += took - children
+                cost.inclusive += took
+                cost.compiles += 1
+                log._dispatchers[name] = dispatcher
+
+        event.register("numba:compile", _Listener())
+
+    def table(self) -> list[KernelCost]:
+        """Our kernels one by one (most expensive first), numba's own helpers summed."""
+        ours = []
+        helpers = KernelCost("(numba's own overloads, summed)")
+        for name, cost in self.costs.items():
+            cost.signatures = len(self._dispatchers[name].signatures)
+            if name.startswith(PACKAGES):
+                ours.append(cost)
+            else:
+                helpers.seconds += cost.seconds
+                helpers.compiles += cost.compiles
+                helpers.signatures += cost.signatures
+        ours.sort(key=lambda c: -c.seconds)
+        return ours + ([helpers] if helpers.compiles else [])
+
+
+def _name(dispatcher: Any) -> str:
+    func = dispatcher.py_func
+    return f"{func.__module__}.{func.__qualname__}"
+
+
+def kernels() -> list[Any]:
+    """Every numba dispatcher defined in the kernel modules that compiles on its own.
+
+    ``inline="always"`` kernels are compiled into their callers only.
+    """
+    import importlib
+
+    from numba.core.dispatcher import Dispatcher
+
+    found = []
+    for module in KERNEL_MODULES:
+        mod = importlib.import_module(module)
+        found += [
+            v
+            for v in vars(mod).values()
+            if isinstance(v, Dispatcher)
+            and v.py_func.__module__ == module
+            and v.targetoptions.get("inline", "never") != "always"
+        ]
+    return found
+
+
+# -- the workload ------------------------------------------------------------------------
+
+
+def _captures() -> list[bytes]:
+    """Short virtual-table matches: each sensor set, faults, a reboot, clocks near the wrap."""
+    from .virtual_table.faults import FaultPlan
+    from .virtual_table.hub import HubConfig, build_wire
+    from .virtual_table.match import random_match
+
+    configs = [
+        HubConfig(
+            sensors="full",
+            seed=1,
+            faults=FaultPlan(
+                garbage_s=(6.0,),
+                dropped_bytes_s=(9.0,),
+                offline=((4, 10.0, 14.0),),
+                stalls=((16.0, 16.5),),
+            ),
+        ),
+        HubConfig(sensors="middle", seed=2),
+        HubConfig(sensors="minimum", seed=3),
+        HubConfig(seed=4, near_wrap=True, faults=FaultPlan(reboots_s=(12.0,))),
+    ]
+    return [b"".join(build_wire(random_match(c.seed, 0.4), c).chunks) for c in configs]
+
+
+def _live(data: bytes) -> None:
+    """The daemon's path: chunks of many sizes stamped with a host clock, ticks between."""
+    from .pipeline import Pipeline
+
+    pipe = Pipeline()
+    host_ns = 1_000_000_000
+    sizes = (1, 7, 64, 512, 4096, 65536)
+    start = k = 0
+    while start < len(data):
+        size = sizes[k % len(sizes)]
+        k += 1
+        host_ns += 3_000_000
+        pipe.feed(data[start : start + size], host_ns)
+        if k % 3 == 0:
+            pipe.tick(host_ns + 5_000_000)
+        start += size
+    pipe.flush()
+
+
+def _replay_and_batch(data: bytes) -> None:
+    import numpy as np
+
+    from protocol.decoder import decode_capture
+
+    from .fusion.stream import events_from_capture
+    from .pipeline import replay
+
+    replay(data)
+    events_from_capture(data)
+    decode_capture(np.frombuffer(data, np.uint8).copy())  # a writable array: its own type
+
+
+def _tools() -> None:
+    """Kernels only analysis and tests call (batch clock mapping, plain unwrapping)."""
+    import numpy as np
+
+    from .timing.clock_model import map_samples
+    from .timing.unwrap import unwrap
+
+    unwrap(np.array([4294967290, 5, 1], np.int64), 32)
+    none = np.zeros(0, np.int64)
+    map_samples(none, none, none, none, none, none, np.int64(5_000_000), 8)
+
+
+def steps() -> list[tuple[str, Callable[[], Any]]]:
+    """What the warm-up runs, in order: (what it compiles, how)."""
+    captures: list[bytes] = []
+
+    def table() -> None:
+        captures.extend(_captures())
+
+    def live() -> None:
+        for data in captures:
+            _live(data)
+
+    def replays() -> None:
+        for data in captures:
+            _replay_and_batch(data)
+        _tools()
+
+    return [
+        ("the virtual table's physics", table),
+        ("the decoder, timing core and fusion", live),
+        ("replay and batch paths", replays),
+    ]
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def warm_up(say: Callable[[str], None] | None = None, log: CompileLog | None = None) -> float:
+    """Run every step; ``say`` gets progress lines.  Returns the seconds it took."""
+    started = time.monotonic()
+    log = log or CompileLog()
+    log.install()
+    plan = steps()
+    every = kernels()
+    state = {"step": 0, "name": "loading the kernel modules"}
+    done = threading.Event()
+
+    def line() -> str:
+        ready = sum(1 for k in every if k.overloads)  # compiled, or loaded from the cache
+        return (
+            f"progress {state['step']} {len(plan)} {ready} {len(every)} "
+            f"{time.monotonic() - started:.0f} {state['name']}"
+        )
+
+    def heartbeat() -> None:
+        while not done.wait(PROGRESS_S):
+            if say is not None:
+                say(line())
+
+    thread = threading.Thread(target=heartbeat, name="warmup-progress", daemon=True)
+    thread.start()
+    try:
+        for i, (name, run) in enumerate(plan, 1):
+            state.update(step=i, name=name)
+            if say is not None:
+                say(line())
+            run()
+    finally:
+        done.set()
+        thread.join()
+    return time.monotonic() - started
+
+
+def describe(line: str) -> str:
+    """A ``--machine`` progress line in words (what ``run`` prints on stderr)."""
+    parts = line.split(maxsplit=6)
+    if len(parts) == 7 and parts[0] == "progress":
+        step, steps_, ready, total, seconds, what = (*parts[1:6], parts[6])
+        return (
+            f"compiling the numba kernels, once per install: step {step}/{steps_} ({what}), "
+            f"{ready} of {total} kernels ready, {seconds} s"
+        )
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m firmware_host.warmup", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--machine", action="store_true", help="progress as 'progress …' lines on stdout (run)"
+    )
+    parser.add_argument("--report", action="store_true", help="print each kernel's compile cost")
+    parser.add_argument("--nice", type=int, default=0, help="lower this process's priority")
+    parser.add_argument("--force", action="store_true", help="even if the marker says warm")
+    args = parser.parse_args(argv)
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        print("NUMBA_DISABLE_JIT is set: nothing to compile", file=sys.stderr)
+        return 2
+    if args.nice:
+        os.nice(args.nice)
+    path = marker_path()
+    if path is None:
+        print("numba caches nothing here (no writable cache): nothing to keep", file=sys.stderr)
+        return 3
+    if not args.force and not args.report and is_warm():
+        print("done 0 already warm", flush=True) if args.machine else print("already warm")
+        return 0
+    print_ = fingerprint()  # before compiling: a file edited meanwhile makes the marker stale
+    last = [0.0]
+
+    def say(line: str) -> None:
+        if args.machine:
+            print(line, flush=True)
+        elif time.monotonic() - last[0] >= HUMAN_PROGRESS_S:
+            last[0] = time.monotonic()
+            print(describe(line), file=sys.stderr, flush=True)
+
+    log = CompileLog()
+    seconds = warm_up(say, log)
+    _write_marker(path, print_, seconds)
+    if args.report:
+        print(report(log))
+    if args.machine:
+        print(f"done {seconds:.1f}", flush=True)
+    else:
+        print(f"numba kernels compiled and cached in {seconds:.0f} s ({path.parent})")
+    return 0
+
+
+def report(log: CompileLog) -> str:
+    rows = log.table()
+    out = [f"{'kernel':<58} {'compile s':>9} {'incl. s':>8} {'specs':>5}"]
+    for c in rows:
+        name = c.name.replace("firmware_host.", "")
+        incl = f"{c.inclusive:8.2f}" if c.inclusive else f"{'':8}"
+        out.append(f"{name:<58} {c.seconds:9.2f} {incl} {c.signatures:5d}")
+    total = sum(c.seconds for c in rows)
+    out.append(f"{'total':<58} {total:9.2f} {'':8} {sum(c.signatures for c in rows):5d}")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+# -- the warm-up as run's background child -------------------------------------------------
+
+
+class Background:
+    """A running ``python -m firmware_host.warmup --machine``, its progress said in words.
+
+    ``say`` gets a line at once, then one every ``every_s`` while the compile
+    runs (from a thread of its own, so a busy daemon never leaves stderr
+    silent), then one when it is done.  :attr:`returncode` is None while it
+    runs.
+    """
+
+    def __init__(self, proc: Any, say: Callable[[str], None], every_s: float = 3.0) -> None:
+        self.proc = proc
+        self._say = say
+        self._every_s = every_s
+        self._started = time.monotonic()
+        self._state = "starting"
+        self._ended = threading.Event()
+        self._quiet = False
+        self.returncode: int | None = None
+        self.seconds: float | None = None
+        say(
+            "first start with these kernels: compiling them in the background, once per "
+            "install (a minute or more; later starts take seconds); the table is refereed "
+            "meanwhile by the same pipeline in pure Python"
+        )
+        threading.Thread(target=self._read, name="warmup-out", daemon=True).start()
+        threading.Thread(target=self._tick, name="warmup-progress", daemon=True).start()
+
+    def _read(self) -> None:
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").strip() if isinstance(raw, bytes) else raw.strip()
+            if line.startswith("progress "):
+                parts = line.split(maxsplit=6)
+                if len(parts) == 7:
+                    step, steps_, ready, total, _, what = parts[1:]
+                    self._state = f"step {step}/{steps_} ({what}), {ready} of {total} kernels ready"
+        code = self.proc.wait()
+        self.seconds = time.monotonic() - self._started
+        if self._quiet:
+            pass
+        elif code == 0:
+            self._say(
+                f"numba kernels compiled and cached in {self.seconds:.0f} s (once per install)"
+            )
+        else:
+            self._say(f"compiling the numba kernels failed (exit {code}); see above")
+        self.returncode = code
+        self._ended.set()
+
+    def _tick(self) -> None:
+        while not self._ended.wait(self._every_s) and not self._quiet:
+            elapsed = time.monotonic() - self._started
+            self._say(
+                f"compiling the numba kernels, once per install: {self._state}, {elapsed:.0f} s"
+            )
+
+    def quiet(self) -> None:
+        """Say nothing more (run is ending it)."""
+        self._quiet = True
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._ended.wait(timeout)
+        return self.returncode
