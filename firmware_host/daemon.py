@@ -103,10 +103,23 @@ class Daemon:
         engine = getattr(self.engine, "compiled", self.engine)
         return getattr(engine, "pipeline", None)
 
-    def run(self, stop: threading.Event, abandon: threading.Event | None = None) -> DaemonStats:
-        """Referee until ``stop``; then judge what was read.  ``abandon`` set (a signal):
-        nothing the pipeline still holds is waited for."""
+    def run(
+        self,
+        stop: threading.Event,
+        abandon: threading.Event | None = None,
+        hang_up: bool = False,
+    ) -> DaemonStats:
+        """Referee until ``stop``; then judge what was read.
+
+        ``abandon`` set (a signal): nothing the pipeline still holds is waited
+        for.  ``hang_up``: the peer closes the port after the stop (the virtual
+        table), so a pipeline still catching up (a cold start) finishes with
+        the port closed, its last lamp commands unsent, instead of seeing the
+        link lost.
+        """
         recorder = self.recorder
+        abandoning = abandon is not None and abandon.is_set()
+        finished = False
         try:
             with self._transport.open(), self._link.start():
                 chunks = self._chunks or self._transport.chunks
@@ -115,7 +128,12 @@ class Daemon:
                 # Nothing read is lost: judge what the port delivered before the stop.
                 for _ in range(chunks.qsize()):
                     self._take(chunks.get_nowait(), recorder)
-                self._apply(self.engine.finish(abandon is not None and abandon.is_set()))
+                abandoning = abandon is not None and abandon.is_set()
+                if not (hang_up and getattr(self.engine, "behind", False)):
+                    self._apply(self.engine.finish(abandoning))
+                    finished = True
+            if not finished:
+                self._apply(self.engine.finish(abandoning))
         finally:
             if recorder is not None:
                 recorder.close()

@@ -235,6 +235,11 @@ class ColdStart:
         self.switched_at_op: int | None = None  # where the compiled pipeline took over
         self.disagreements = 0  # ops whose compiled outcome differed from the worker's
 
+    @property
+    def behind(self) -> bool:
+        """Still interpreted: the end of input waits for the worker to catch up."""
+        return self.compiled is None
+
     # -- the engine interface ------------------------------------------------------------
 
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:

@@ -96,10 +96,17 @@ def _versions() -> dict[str, str]:
 
 
 def _cpu() -> list[str]:
-    """numba's own cache key for the machine code: target triple, CPU name and features."""
-    from numba.core.registry import cpu_target
+    """What numba compiles for (its cache key holds the same): triple, CPU name, features.
 
-    return list(cpu_target.target_context.codegen().magic_tuple())
+    From llvmlite directly: importing numba would cost half a second of every start.
+    """
+    import llvmlite.binding as llvm
+
+    return [
+        llvm.get_process_triple(),
+        os.environ.get("NUMBA_CPU_NAME") or llvm.get_host_cpu_name(),
+        os.environ.get("NUMBA_CPU_FEATURES") or llvm.get_host_cpu_features().flatten(),
+    ]
 
 
 def fingerprint() -> dict[str, Any]:
@@ -112,24 +119,41 @@ def is_warm() -> bool:
     The cheap parts (the marker, the files) are checked first: on a cold
     install this answers without importing numba.
     """
-    path = marker_path()
-    if path is None:
-        return False
-    try:
-        stored = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(stored, dict):
+    stored = read_marker()
+    if stored is None:
         return False
     if stored.get("sources") != _sources() or stored.get("versions") != _versions():
         return False
     return bool(stored.get("cpu") == _cpu())
 
 
-def _write_marker(path: Path, print_: dict[str, Any], seconds: float) -> None:
+def _write_marker(path: Path, print_: dict[str, Any], seconds: float, log: CompileLog) -> None:
+    """The fingerprint, and what the compile cost (``bench/startup.py`` prints it)."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({**print_, "warmup_s": round(seconds, 1)}))
+    costs = [
+        [c.name, round(c.seconds, 3), round(c.cpu, 3), round(c.inclusive, 3), c.signatures]
+        for c in log.table()
+    ]
+    tmp.write_text(
+        json.dumps(
+            {
+                **print_,
+                "warmup_s": round(seconds, 1),
+                "warmup_cpu_s": round(time.process_time(), 1),
+                "kernels": costs,  # name, own s, own CPU s, with callees s, specialisations
+            }
+        )
+    )
     os.replace(tmp, path)  # atomic: a reader sees the old marker or the new one
+
+
+def read_marker(path: Path | None = None) -> dict[str, Any] | None:
+    path = path or marker_path()
+    try:
+        data = json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 # -- what the compile costs --------------------------------------------------------------
@@ -141,6 +165,7 @@ class KernelCost:
 
     name: str
     seconds: float = 0.0  # its own compiling (callees compiled meanwhile subtracted)
+    cpu: float = 0.0  # the same in this thread's CPU time (less sensitive to a busy machine)
     inclusive: float = 0.0
     compiles: int = 0  # specialisations compiled here (cache misses)
     signatures: int = 0  # specialisations it holds at the end (compiled or loaded)
@@ -161,17 +186,20 @@ class CompileLog:
 
         class _Listener(event.Listener):  # type: ignore[misc]
             def on_start(self, ev: Any) -> None:
-                log._stack.append([time.perf_counter(), 0.0])
+                log._stack.append([time.perf_counter(), 0.0, time.thread_time(), 0.0])
 
             def on_end(self, ev: Any) -> None:
-                start, children = log._stack.pop()
+                start, children, cpu_start, cpu_children = log._stack.pop()
                 took = time.perf_counter() - start
+                cpu = time.thread_time() - cpu_start
                 if log._stack:
                     log._stack[-1][1] += took
+                    log._stack[-1][3] += cpu
                 dispatcher = ev.data["dispatcher"]
                 name = _name(dispatcher)
                 cost = log.costs.setdefault(name, KernelCost(name))
                 cost.seconds += took - children
+                cost.cpu += cpu - cpu_children
                 cost.inclusive += took
                 cost.compiles += 1
                 log._dispatchers[name] = dispatcher
@@ -188,6 +216,7 @@ class CompileLog:
                 ours.append(cost)
             else:
                 helpers.seconds += cost.seconds
+                helpers.cpu += cost.cpu
                 helpers.compiles += cost.compiles
                 helpers.signatures += cost.signatures
         ours.sort(key=lambda c: -c.seconds)
@@ -401,9 +430,9 @@ def main(argv: list[str] | None = None) -> int:
 
     log = CompileLog()
     seconds = warm_up(say, log)
-    _write_marker(path, print_, seconds)
+    _write_marker(path, print_, seconds, log)
     if args.report:
-        print(report(log))
+        print(report([[c.name, c.seconds, c.cpu, c.inclusive, c.signatures] for c in log.table()]))
     if args.machine:
         print(f"done {seconds:.1f}", flush=True)
     else:
@@ -411,15 +440,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(log: CompileLog) -> str:
-    rows = log.table()
-    out = [f"{'kernel':<58} {'compile s':>9} {'incl. s':>8} {'specs':>5}"]
-    for c in rows:
-        name = c.name.replace("firmware_host.", "")
-        incl = f"{c.inclusive:8.2f}" if c.inclusive else f"{'':8}"
-        out.append(f"{name:<58} {c.seconds:9.2f} {incl} {c.signatures:5d}")
-    total = sum(c.seconds for c in rows)
-    out.append(f"{'total':<58} {total:9.2f} {'':8} {sum(c.signatures for c in rows):5d}")
+def report(rows: list[list[Any]]) -> str:
+    """The compile table: per kernel (name, own s, own CPU s, with callees s, specialisations).
+
+    Own time excludes the callees compiled meanwhile (each has its own row);
+    "with callees" is what a first call of that kernel alone would cost.
+    """
+    out = [f"{'kernel':<50} {'own s':>7} {'CPU s':>7} {'w/ callees':>10} {'specs':>5}"]
+    for name, own, cpu, incl, specs in rows:
+        short = name.replace("firmware_host.", "")
+        with_callees = f"{incl:10.2f}" if incl else f"{'':10}"
+        out.append(f"{short:<50} {own:7.2f} {cpu:7.2f} {with_callees} {specs:5d}")
+    own = sum(r[1] for r in rows)
+    cpu = sum(r[2] for r in rows)
+    out.append(f"{'total':<50} {own:7.2f} {cpu:7.2f} {'':10} {sum(r[4] for r in rows):5d}")
     return "\n".join(out)
 
 

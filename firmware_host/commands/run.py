@@ -343,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
                 timer = threading.Timer(args.duration, stop.set)
                 timer.daemon = True
                 timer.start()
-            stats = daemon.run(stop, abandon=signals.abandon)
+            stats = daemon.run(stop, abandon=signals.abandon, hang_up=table is not None)
     except _Interrupted:
         pass
     except Exception:
