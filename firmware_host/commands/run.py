@@ -359,6 +359,18 @@ def run(args: argparse.Namespace) -> int:
             engine.close()
         if signals.status is not None or stats is None:
             _end_all(signals, warmup)
+    try:
+        if signals.status is None and _compile_worth_waiting_for(warmup):
+            # The refereeing ended before the kernels compiled: finish them, or the next start
+            # is cold again.  Its progress goes on; a signal ends it (and run: 128 + signal).
+            _say(
+                "refereeing done; finishing the numba compile so that later starts take "
+                "seconds (once per install; Ctrl-C skips it)"
+            )
+            while signals.signum is None and warmup.wait(0.2) is None:
+                pass
+    finally:
+        _end_all(signals, warmup)
     if signals.status is not None:
         return signals.status
     assert stats is not None
@@ -370,19 +382,15 @@ def run(args: argparse.Namespace) -> int:
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
         f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
     )
-    try:
-        if warmup is not None and warmup.returncode is None:
-            # The match ended before the kernels did: finish them, or the next start is cold
-            # again.  Its progress goes on; a signal ends it (and run, with 128 + signal).
-            _say(
-                "refereeing done; finishing the numba compile so that later starts take "
-                "seconds (once per install; Ctrl-C skips it)"
-            )
-            while signals.signum is None and warmup.wait(0.2) is None:
-                pass
-    finally:
-        _end_all(signals, warmup)
-    return signals.status or 0
+    return 0
+
+
+def _compile_worth_waiting_for(warmup: Any) -> bool:
+    """Still compiling, into a cache that outlives this run (not a temporary one)."""
+    from .. import numba_cache
+
+    running = warmup is not None and warmup.returncode is None
+    return running and not numba_cache.decision.startswith("temporary")
 
 
 def _end_all(signals: _Signals, warmup: Any) -> None:
