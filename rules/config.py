@@ -34,6 +34,8 @@ class RulesConfig:
     contact this soon after the stroke may be a 19.2 case (balls touching or
     nearly), whatever the tip contact's duration, so it is left to the
     referee; a later contact the tip was still on is a push (19.1).
+    ``stroke_window_us``: 19.2(1) reads the stroke from both balls' travel
+    this long after the collision (their momentum), see docs/rules.md.
     """
 
     discipline: str = "free"
@@ -43,6 +45,7 @@ class RulesConfig:
     rack_tolerance_mm: float = 10.0
     path_tolerance_mm: float = 2.0
     follow_tolerance_mm: float = 5.0
+    stroke_window_us: int = 15_000
     penalty_ball: bool = True
     hand_moves_after_foul: bool = True
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from protocol.geometry import DEFAULT_TABLE, Table
@@ -232,6 +233,94 @@ def _initial_direction(
     return math.degrees(math.acos(cos)), lead[0]
 
 
+def _stroke_direction(
+    shot: Shot, config: RulesConfig, index: int, ball: int, cue_xy: Point, obj_xy: Point
+) -> tuple[float, int] | None:
+    """19.2(1)'s stroke: the angle (degrees) between the cue ball's course *before* it
+    met ``ball`` (its first contact, ``shot.events[index]``) and the line of centres
+    towards ``obj_xy``, and the time it was read at.
+
+    A near ball is met within a few mm of travel, mostly before the tracker's
+    first frame after the stroke, so the cue ball's own path shows its course
+    deflected by the collision, not the stroke.  For equal balls the momentum
+    before the collision is the sum of both balls' after it, so the sum of
+    their displacements from their places at rest (``shot_start``), read on
+    the paths ``stroke_window_us`` after the contact, lies along the stroke.
+    Each ball is counted from when it could start to move (the cue ball from
+    the stroke, the others from their contact), the travel up to the contact
+    included.  A ball the two touch within the window joins the sum (the
+    momentum is shared with it); the window ends early at a cushion or a pocket
+    of any of them, a ball of unknown place or number, or another tip contact.
+
+    None -- the caller falls back to :func:`_initial_direction` -- where the
+    momentum of the balls is not the stroke's: ``ball`` pinned by a cushion, no
+    ball but the cue ball moving, the cue ball at a cushion or another ball
+    before the contact, no window left, or too little travel to read a
+    direction.  The tip still on the cue ball (a push) needs no exception: the
+    cue drives along its own axis.
+    """
+    cue = shot.cue_ball
+    pos = shot.positions()
+    if cue is None or cue not in pos or pinned(shot, config, ball, cue_xy) is not None:
+        return None
+    t0 = shot.t0
+    for ev in shot.events[:index]:
+        if ev["t_us"] < t0:
+            continue
+        if (ev["type"] in ("cushion", "pocket") and ev.get("ball") in (cue, None)) or (
+            ev["type"] == "ball_contact" and (cue in ev["balls"] or None in ev["balls"])
+        ):
+            return None  # the cue ball did not run straight from the stroke to the contact
+    t_c = int(shot.events[index]["t_us"])
+    starts: dict[int, int] = {cue: t0, ball: t_c}
+    t_read = t_c + config.stroke_window_us
+    for ev in shot.events[index + 1 :]:
+        t = int(ev["t_us"])
+        if t > t_read:
+            break
+        kind = ev["type"]
+        if kind == "ball_contact":
+            a, b = ev["balls"]
+            ours = [x for x in (a, b) if x in starts]
+            if len(ours) == 2 or (not ours and None not in (a, b)):
+                continue  # the same collision again, or two other balls
+            other = b if a in starts else a
+            if not ours or other is None or other not in pos:
+                t_read = t  # a ball of unknown number or place may share the momentum
+                break
+            starts[other] = t
+        elif kind in ("cushion", "pocket") and (ev.get("ball") in starts or ev.get("ball") is None):
+            t_read = t
+            break
+        elif kind == "cue_contact" and t > t0:
+            t_read = t  # the tip again (18): a second push along the cue
+            break
+    if t_read <= t_c or all(len(shot.path(b)) < 2 for b in starts if b != cue):
+        return None  # no window, or no ball took any momentum from the cue ball
+    sx = sy = 0.0
+    for b, t_b in starts.items():
+        x, y = _position_at(shot.path(b), pos[b], t_b, t_read)
+        sx, sy = sx + x - pos[b][0], sy + y - pos[b][1]
+    norm = math.hypot(sx, sy)
+    dist = math.dist(cue_xy, obj_xy)
+    if norm <= config.path_tolerance_mm or dist == 0.0:
+        return None
+    ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
+    cos = max(-1.0, min(1.0, (sx * ux + sy * uy) / norm))
+    return math.degrees(math.acos(cos)), t_read
+
+
+def _position_at(path: list[Path], rest: Point, t_start: int, t: int) -> Point:
+    """Where a ball at rest at ``rest`` until ``t_start`` was at ``t``, on its path
+    (straight, evenly timed between vertices; its last vertex once past it)."""
+    points = [(t_start, rest[0], rest[1])] + [p for p in path if p[0] > t_start]
+    for (ta, xa, ya), (tb, xb, yb) in pairwise(points):
+        if t <= tb:
+            f = (t - ta) / (tb - ta) if tb > ta else 1.0
+            return xa + f * (xb - xa), ya + f * (yb - ya)
+    return points[-1][1], points[-1][2]
+
+
 def _shown(value: float, limit: float, below: bool) -> str:
     """``value`` rounded to the fewest decimals (at least one) that keep it on its side
     of ``limit``, so a reason never prints "45.0°" beside a foul for 44.99°."""
@@ -333,7 +422,7 @@ def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> 
         if overlap:
             out.fouls.append(_push_foul(shot, t_c))
         return
-    finding = _rule_19_2(shot, hit, pos[cue], obj_xy, config)
+    finding = _rule_19_2(shot, first[0], hit, pos[cue], obj_xy, config)
     if finding is None:
         out.open.append(
             Finding(
@@ -355,20 +444,25 @@ def _push_foul(shot: Shot, t_c: int) -> Finding:
 
 
 def _rule_19_2(
-    shot: Shot, ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig
+    shot: Shot, index: int, ball: int, cue_xy: Point, obj_xy: Point, config: RulesConfig
 ) -> Finding | None:
     """19.2 for a cue ball touching or nearly touching ``ball``, its first contact.
 
-    (1) "под углом не менее 45 градусов": the initial direction at least 45° off
-    the line of centres (exactly 45° is legal; an initial direction more than 90°
-    off is the cue ball coming back off the ball, drawn or off a ball a cushion
-    pins, which tells nothing of the stroke's angle); (2) "не прошел вперед": after the
+    (1) "под углом не менее 45 градусов": the stroke at least 45° off the line of
+    centres (exactly 45° is legal), read by :func:`_stroke_direction` from both
+    balls' travel just after the collision (``index``: the contact in
+    ``shot.events``), or where that cannot be read, from the cue ball's initial
+    direction (:func:`_initial_direction`; more than 90° off is the cue ball
+    coming back off the ball, drawn or off a ball a cushion pins, which tells
+    nothing of the stroke's angle); (2) "не прошел вперед": after the
     collision the cue ball goes no farther forward along the line of centres than
     the tracker's uncertainty (``follow_tolerance_mm``), counted from where it
     meets the ball (its starting gap).  A finding on ``"19.2(1)"`` or ``"19.2(2)"``
     excuses the stroke; one on ``"19.2"`` is the foul; None without a path.
     """
-    lead = _initial_direction(shot, config, cue_xy, obj_xy)
+    lead = _stroke_direction(shot, config, index, ball, cue_xy, obj_xy)
+    if lead is None:
+        lead = _initial_direction(shot, config, cue_xy, obj_xy)
     if lead is None:
         return None
     angle, t_lead = lead

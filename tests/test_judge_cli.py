@@ -21,13 +21,21 @@ def jsonl(events: list[dict]) -> str:
     return "".join(json.dumps(e) + "\n" for e in events)
 
 
+def shifted(event: dict, dt: int) -> dict:
+    """``event`` ``dt`` µs later, the times in its paths included (19.2(1) reads them)."""
+    out = event | {"t_us": event["t_us"] + dt}
+    if "paths" in event:
+        out["paths"] = {b: [[t + dt, x, y] for t, x, y in p] for b, p in event["paths"].items()}
+    return out
+
+
 def test_judge_reproduces_every_clause_case() -> None:
     """All free-discipline clause cases in one file, one match after another."""
     cases = [c for c in CLAUSES if c.config is None]
     events, expected = [], []
     for i, case in enumerate(cases):
         match = case.build().events
-        events += [e | {"t_us": e["t_us"] + i * GAP} for e in match]
+        events += [shifted(e, i * GAP) for e in match]
         expected += [(v["verdict"], v["rules"], v.get("satisfied")) for v in verdicts(match)]
     done = judge_cli(jsonl(events))
     assert done.returncode == 0, done.stderr

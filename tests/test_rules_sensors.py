@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import pytest
 from rules_cases.cases import (
-    AT_60,
+    NEAR,
     STRAIGHT_FOLLOW,
     after_break,
     break_pot,
     break_struck_unknown,
     break_three_cushions,
     double_hit,
-    near_stroke,
     no_contact,
     pot_after_contact,
     push,
     stroke_before_stop,
+    struck,
     touched_in_shot,
     touching_stroke,
     two_cushions,
@@ -53,7 +53,7 @@ SHOTS = [
     ),
     (
         "19.2 exception: needs the tracker",
-        near_stroke(AT_60),
+        struck(60.0, NEAR),
         ("legal", []),
         ("referee", ["19.2"]),
         REF_20,

@@ -540,13 +540,109 @@ def at_degrees(angle: float, *steps: float) -> Points:
 
 
 STRAIGHT_FOLLOW = straight(1500.0, 1750.0)
-AT_60 = at_degrees(60.0, 200.0, 400.0)
 DRAW_BACK = straight(1500.0, 1507.0, 1300.0)  # 2 mm past where it meets ball 7 (5 mm gap)
 STUN_ON = straight(1500.0, 1507.0, 1600.0)
-# exactly 45°: in floating point the angle comes out 44.99999999999991
-S45 = 50.0 / math.sqrt(2)
-AT_45 = [(1500.0, W / 2), (1500.0 + S45, W / 2 + S45), (1500.0 + 4 * S45, W / 2 + 4 * S45)]
-AT_44_9 = at_degrees(44.9, 50.0, 200.0)
+
+
+# Touching, the line of centres 60° off the table's axis: a stroke exactly 45° off it
+# comes out 44.99999999999991 in floating point.
+TILTED = {
+    0: (1500.0, W / 2),
+    7: (1500.0 + D * math.cos(math.pi / 3), W / 2 + D * math.sin(math.pi / 3)),
+    5: (800.0, 300.0),
+}
+
+
+def struck(
+    angle: float,
+    balls: dict = TOUCHING,
+    follow: bool = True,
+    dt: int = 3000,
+    duration_us: int = 800,
+    third: int | None = None,
+    then: Callable[[Match], Match] = lambda m: m.pot(7, 3, dt=400_000),
+) -> Build:
+    """Ball 7 struck ``angle`` degrees off the line of centres (turned anticlockwise), as
+    equal balls collide: the cue ball runs straight to ball 7 (reported ``dt`` after
+    the stroke; touching, it meets it where it stands), ball 7 leaves along the
+    contact normal, the cue ball square to it for 40 ms, then with ``follow`` its
+    topspin bends it 200 mm forward along that normal, else it stops.  ``third``:
+    a ball frozen to 7 on the far side of the normal takes all of 7's momentum
+    at once (7 stays).  The cue ball's own path shows only its
+    course after the collision (square to the normal), never the stroke."""
+
+    def build() -> Match:
+        (cx, cy), (ox, oy) = balls[0], balls[7]
+        dx, dy = ox - cx, oy - cy
+        a = math.atan2(dy, dx) + math.radians(angle)
+        sx, sy = math.cos(a), math.sin(a)
+        along = sx * dx + sy * dy
+        run = along - math.sqrt(along * along - (dx * dx + dy * dy) + D * D)
+        run = run if run > 1e-6 else 0.0  # touching: float noise
+        speed = run / (dt / 1e6) if run else 2000.0  # mm/s
+        mx, my = cx + run * sx, cy + run * sy  # where the cue ball meets ball 7
+        nx, ny = (ox - mx) / D, (oy - my) / D
+        normal = speed * (sx * nx + sy * ny)
+        vo = (normal * nx, normal * ny)
+        vc = (speed * sx - vo[0], speed * sy - vo[1])
+        m = after_break().shot(balls=balls, duration_us=duration_us).hit(0, 7, dt=dt)
+        if third is not None:
+            m.hit(7, third, dt=0)
+        then(m)
+        t_c = m.since_stroke(dt)
+        x1, y1 = mx + vc[0] * 0.04, my + vc[1] * 0.04
+        cue = [(m.since_stroke(0), cx, cy), (t_c, mx, my), (t_c + 40_000, x1, y1)]
+        if follow:
+            cue.append((t_c + 240_000, x1 + 200.0 * nx, y1 + 200.0 * ny))
+        mover = 7 if third is None else third
+        x0, y0 = balls[mover]
+        paths = {
+            0: cue,
+            mover: [(t_c, x0, y0), (t_c + 400_000, x0 + vo[0] * 0.4, y0 + vo[1] * 0.4)],
+        }
+        return m.end(paths=paths)
+
+    return build
+
+
+# Ball 8 frozen to 7 on the line of centres: 7 passes all it gets on to 8 and stays.
+CLUSTER = TOUCHING | {8: (1500.0 + 2 * D, W / 2)}
+# Ball 7 against the back cushion (3), the cue ball touching it 20° off the table's
+# axis: the line of centres points into the cushion, so the cushion pins 7.
+_SLANT = (D * math.cos(math.radians(20.0)), D * math.sin(math.radians(20.0)))
+PINNED_SLANT = {
+    0: (L - D / 2 - _SLANT[0], 900.0 - _SLANT[1]),
+    7: (L - D / 2, 900.0),
+    5: (800.0, 300.0),
+}
+# The same two balls 300 mm clear of the cushion.
+FREE_SLANT = {b: (x - 300.0, y) for b, (x, y) in PINNED_SLANT.items()}
+
+
+def struck_pinned(angle: float) -> Build:
+    """Ball 7 (``PINNED_SLANT``) struck ``angle`` off the line of centres: the cushion
+    takes the push into it, so 7 only slides 60 mm along it and the cue ball comes
+    back (its speed along the normal reversed, 0.9 of it); later it pots ball 5.
+    The two balls' travel is not the stroke's momentum here."""
+
+    def build() -> Match:
+        (cx, cy), (ox, oy) = PINNED_SLANT[0], PINNED_SLANT[7]
+        nx, ny = (ox - cx) / D, (oy - cy) / D
+        a = math.radians(angle)
+        along, across = math.cos(a), math.sin(a)  # of a 1 mm/ms stroke, on n and n turned 90°
+        bx, by = -0.9 * along * nx - across * ny, -0.9 * along * ny + across * nx
+        m = after_break().shot(balls=PINNED_SLANT, duration_us=800).hit(0, 7, dt=3000)
+        m.hit(0, 5, dt=300_000).pot(5, 0)
+        t_c = m.since_stroke(3000)
+        cue = [
+            (m.since_stroke(0), cx, cy),
+            (t_c, cx, cy),
+            (t_c + 300_000, cx + 300 * bx, cy + 300 * by),
+        ]
+        seven = [(t_c, ox, oy), (t_c + 400_000, ox, oy + 60.0)]
+        return m.end(paths={0: cue, 7: seven})
+
+    return build
 
 
 def cut_short(first: Callable[[Match], Match], nodes: tuple[str, ...] | None = None) -> Build:
@@ -588,7 +684,12 @@ STROKE = [
         push,
         "19.1",
     ),
-    legal("19.2(1): played 60° off the line of centres", near_stroke(AT_60), "20(1)", "19.2(1)"),
+    legal(
+        "19.2(1): played 60° off the line of centres, 5 mm apart",
+        struck(60.0, NEAR),
+        "20(1)",
+        "60.0° off the line of centres, not under 45°: 19.2(1)",
+    ),
     foul(
         "19.2(1) twin: played along the line of centres and followed",
         near_stroke(STRAIGHT_FOLLOW),
@@ -596,13 +697,13 @@ STROKE = [
     ),
     legal(
         "19.2(1): exactly 45° is not under 45° (44.99999999999991 in floating point)",
-        touching_stroke(AT_45),
+        struck(45.0, TILTED),
         "20(1)",
         "45.0° off the line of centres, not under 45°: 19.2(1)",
     ),
     foul(
         "19.2(1) twin: 44.9° and followed",
-        touching_stroke(AT_44_9),
+        struck(44.9),
         "19.2",
         says=("44.9° off the line of centres (under 45°: not 19.2(1))", "not 19.2(2)"),
     ),
@@ -657,6 +758,58 @@ STROKE = [
         touching_stroke(straight(1500.0, 1300.0)),
         "20(1)",
         "19.2(2)",
+    ),
+    # 19.2(1) is the stroke, not the cue ball's course after the collision: a near
+    # ball is met within the cue ball's first 2 mm (before the tracker's next frame),
+    # and the paths only show the cue ball leaving square to the line of centres.
+    foul(
+        "19.2(1): touching, struck 30° off, the cue ball's path square to the line after it, then following",
+        struck(30.0),
+        "19.2",
+        says=("30.0° off the line of centres (under 45°: not 19.2(1))", "not 19.2(2)"),
+    ),
+    legal(
+        "19.2(1) twin: the same, struck 60° off",
+        struck(60.0),
+        "20(1)",
+        "60.0° off the line of centres, not under 45°: 19.2(1)",
+    ),
+    foul(
+        "19.2(1): 5 mm apart, the cue ball's path with a vertex where it meets 7: struck 30° off, following",
+        struck(30.0, NEAR),
+        "19.2",
+        says=("5 mm from ball 7, was played 30.0° off",),
+    ),
+    legal(
+        "19.2(1): struck 60° off with the tip still on at the collision (it drives along the cue)",
+        struck(60.0, duration_us=6000),
+        "20(1)",
+        "60.0° off the line of centres, not under 45°: 19.2(1)",
+    ),
+    foul(
+        "19.2(1): a third ball frozen behind takes the momentum at once, struck 30° off",
+        struck(30.0, CLUSTER, third=8, then=lambda m: m.pot(8, 3, dt=400_000)),
+        "19.2",
+        says=("30.0° off the line of centres (under 45°: not 19.2(1))",),
+    ),
+    legal(
+        "19.2(1) twin: the same cluster struck 60° off",
+        struck(60.0, CLUSTER, third=8, then=lambda m: m.pot(8, 3, dt=400_000)),
+        "20(1)",
+        "60.0° off the line of centres, not under 45°: 19.2(1)",
+    ),
+    legal(
+        "19.2(1): a ball pinned by a cushion, struck 30° off: the cue ball's path is read, it came back",
+        struck_pinned(30.0),
+        "20(1)",
+        "pinned against cushion 3), came back off it",
+        "19.2(2)",
+    ),
+    foul(
+        "19.2(1) twin: the same stroke at the ball clear of the cushion, following",
+        struck(30.0, FREE_SLANT, then=lambda m: m.hit(0, 5, dt=300_000).pot(5, 0)),
+        "19.2",
+        says=("30.0° off the line of centres (under 45°: not 19.2(1))",),
     ),
     legal("14.1: the pot came before every ball stopped", pot_after_contact, "20(1)"),
     foul(
