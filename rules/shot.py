@@ -131,6 +131,7 @@ def _ms(dt_us: int) -> str:
 # ---------------------------------------------------------------- the first contact
 
 ANGLE_TOL_DEG = 1e-6  # 19.2(1) "не менее 45 градусов": 44.99999999999998° is 45°
+STROKE_UNDECIDED = "19.2 undecided"  # _rule_19_2: 19.2(1) within the reading's band of 45°
 LENGTH_TOL_MM = 1e-6  # float noise on distances compared with a configured limit
 
 
@@ -429,6 +430,8 @@ def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> 
                 "19.2", f"no path of the cue ball to judge the stroke at {ball_name(hit)}", (t0,)
             )
         )
+    elif finding.rule == STROKE_UNDECIDED:
+        out.open.append(Finding("19.2", f"{finding.reason}: the referee decides", finding.evidence))
     elif finding.rule == "19.2":
         out.fouls.append(finding)
     else:
@@ -461,6 +464,7 @@ def _rule_19_2(
     excuses the stroke; one on ``"19.2"`` is the foul; None without a path.
     """
     lead = _stroke_direction(shot, config, index, ball, cue_xy, obj_xy)
+    band = config.stroke_angle_band_deg if lead is not None else 0.0
     if lead is None:
         lead = _initial_direction(shot, config, cue_xy, obj_xy)
     if lead is None:
@@ -479,6 +483,11 @@ def _rule_19_2(
         cushion = pinned(shot, config, ball, cue_xy)
         held = f" (pinned against cushion {cushion})" if cushion is not None else ""
         head = f"the cue ball, {near}{held}, came back off it"
+    elif abs(angle - 45.0) < band:
+        head = (
+            f"the cue ball, {near}, was played {angle:.1f}° off the line of centres, "
+            f"within the reading's {band:g}° of 45°"
+        )
     elif angle >= 45.0 - ANGLE_TOL_DEG:
         return Finding(
             "19.2(1)",
@@ -502,7 +511,7 @@ def _rule_19_2(
             evidence,
         )
     return Finding(
-        "19.2",
+        STROKE_UNDECIDED if abs(angle - 45.0) < band else "19.2",
         f"{head} and went {_shown(forward, tol, below=False)} mm "
         f"forward after the collision (over {tol:g} mm: not 19.2(2))",
         evidence,

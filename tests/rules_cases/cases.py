@@ -504,6 +504,8 @@ BREAK = [
 # ------------------------------------------------------------------ the stroke: 14.2, 15, 17, 18, 19
 
 COMBINED = RulesConfig(discipline="combined")
+# Synthetic paths give the stroke exactly: no uncertainty band around 45°.
+EXACT = RulesConfig(stroke_angle_band_deg=0.0)
 NEAR = {0: (1500.0, W / 2), 7: (1500.0 + D + 5, W / 2), 5: (800.0, 300.0)}
 Points = list[tuple[float, float]]
 
@@ -700,12 +702,36 @@ STROKE = [
         struck(45.0, TILTED),
         "20(1)",
         "45.0° off the line of centres, not under 45°: 19.2(1)",
+        config=EXACT,
     ),
     foul(
         "19.2(1) twin: 44.9° and followed",
         struck(44.9),
         "19.2",
+        config=EXACT,
         says=("44.9° off the line of centres (under 45°: not 19.2(1))", "not 19.2(2)"),
+    ),
+    referee(
+        "19.2(1): read 43°, within the reading's 4° of 45°, and followed: the referee decides",
+        struck(43.0),
+        "19.2",
+        says=("within the reading's 4° of 45°",),
+    ),
+    foul(
+        "19.2(1) twin: read 40°, outside the band, and followed",
+        struck(40.0),
+        "19.2",
+    ),
+    referee(
+        "19.2(1): read 48°, within the band on the legal side, and followed: the referee decides",
+        struck(48.0),
+        "19.2",
+    ),
+    legal(
+        "19.2(1) twin: read 50°, outside the band",
+        struck(50.0),
+        "20(1)",
+        "50.0° off the line of centres, not under 45°: 19.2(1)",
     ),
     legal(
         "19.2(2): straight, but the cue ball did not go forward",
