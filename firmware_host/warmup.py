@@ -43,17 +43,6 @@ from . import numba_cache
 
 MARKER = "firmware-host-warm.json"
 PACKAGES = ("firmware_host", "protocol")  # where the kernels (and what they import) live
-KERNEL_MODULES = (
-    "protocol.kernels",
-    "firmware_host.timing.unwrap",
-    "firmware_host.timing.clock_model",
-    "firmware_host.timing.timeline",
-    "firmware_host.fusion.geometry",
-    "firmware_host.fusion.paths",
-    "firmware_host.fusion.impulse",
-    "firmware_host.fusion.kernel",
-    "firmware_host.virtual_table.physics",
-)
 PROGRESS_S = 1.0  # --machine: a progress line at least this often
 HUMAN_PROGRESS_S = 3.0
 
@@ -228,6 +217,19 @@ def _name(dispatcher: Any) -> str:
     return f"{func.__module__}.{func.__qualname__}"
 
 
+def kernel_modules() -> list[str]:
+    """The modules that define numba kernels (a line of their source starts ``@njit``)."""
+    import re
+
+    decorated = re.compile(r"^\s*@(numba\.)?njit\b", re.MULTILINE)
+    here = Path(__file__).resolve().parent.parent
+    return [
+        rel[: -len(".py")].replace(os.sep, ".").removesuffix(".__init__")
+        for rel, _, _ in _sources()
+        if decorated.search((here / rel).read_text(encoding="utf-8"))
+    ]
+
+
 def kernels() -> list[Any]:
     """Every numba dispatcher defined in the kernel modules that compiles on its own.
 
@@ -238,7 +240,7 @@ def kernels() -> list[Any]:
     from numba.core.dispatcher import Dispatcher
 
     found = []
-    for module in KERNEL_MODULES:
+    for module in kernel_modules():
         mod = importlib.import_module(module)
         found += [
             v
