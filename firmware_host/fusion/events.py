@@ -96,6 +96,11 @@ def fusion_arrays(params: FusionParams, table: Table) -> k.FusionArrays:
         moved=np.full((16, 3), -1, np.int64),
         scratch_b=np.zeros(16, np.bool_),
         scratch_v=np.zeros((16, 2)),
+        fit_t=np.zeros(k.FIT_FRAMES, np.int64),
+        fit_xy=np.zeros((k.FIT_FRAMES, 16, 2)),
+        fit_ok=np.zeros((k.FIT_FRAMES, 16), np.uint8),
+        soft=np.stack([np.full(16, v, np.int64) for v in (-1, 0, -1, 0, 0)], axis=-1),
+        fhold=np.full((16, 3), -1, np.int64),
     )
 
 
@@ -153,6 +158,8 @@ def to_dict(
         out["balls"] = [_ball(int(rec[k.O_BALL])), _ball(a)]
     elif etype == k.EV_CUSHION:
         out |= {"ball": _ball(int(rec[k.O_BALL])), "cushion": a}
+        if b == k.SOURCE_TRACKER:  # too soft for the rails: the tracker saw the touch
+            out["source"] = "tracker"
     elif etype == k.EV_POCKET:
         out |= {"ball": _ball(int(rec[k.O_BALL])), "pocket": a, "colour": COLOURS.get(b)}
     elif etype == k.EV_LINE_CROSS:
@@ -252,7 +259,7 @@ class Fusion:
 
     def flush(self) -> list[dict[str, Any]]:
         """End of the input: decisions still waiting for more rows are taken, all is released."""
-        ev = np.empty((k.LINE_HELD, k.N_OUT), np.int64)
+        ev = np.empty((k.LINE_HELD + 16, k.N_OUT), np.int64)
         nev = k.settle(self.state, ev)
         for rec in ev[:nev]:
             self._push(rec, np.zeros((1, 16, 3)), np.zeros((1, 16), np.int64), self._paths)

@@ -87,6 +87,18 @@ from .geometry import (
 )
 from .impulse import MERGE_US, TOUCH_MM, collide, fit_stroke
 from .paths import PATH_TOLERANCE_MM, simplify
+from .touch import (
+    FT_H,
+    FT_IN,
+    FT_POST,
+    FT_PRE,
+    FT_SE_H,
+    FT_SE_IN,
+    FT_SSR,
+    N_FIT,
+    fit_apex,
+    nose_gap,
+)
 
 # Event type codes, in the order events of the same hub time are written
 # (a shot ends before the next starts; a shot starts before its tip contact).
@@ -162,8 +174,10 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
     F_HELD_CUT,  # SHOT_FRAMES, clicks or trajectory contacts that found no room to wait,
     F_PLAYED_CUT,  # played collisions beyond PLAYED, accepted cushion hits pushed out of
     F_HITS_CUT,  # the ring-down memory while still within its window
-) = range(29)
-N_F = 29
+    F_FIT_N,  # tracker frames written into the ring ``fit_*`` (soft cushion touches)
+    F_FHOLD_N,  # cushion hits of frozen balls held for the contact that pushed them
+) = range(31)
+N_F = 31
 # Parameters
 (
     PR_DEBOUNCE_US,
@@ -254,6 +268,37 @@ PLAY_SLACK = 0.25
 # a still ball's position is the mean of this many frames (0.7 mm noise each: 0.05 mm): the
 # 0.1–0.5 mm gaps of a leftover cluster then time its collisions when the tip strikes it
 REST_AVERAGE_FRAMES = 256
+# A cushion touch the rails did not report (ICD §7 rails: "impacts with normal speed under
+# 0.05 m/s are not reported"; RULES.md counts any touch), from the tracker (touch.py). An armed
+# ball (not resting against that cushion since it last left it) that a frame shows within
+# SOFT_ZONE_MM of a cushion's nose, moving, is watched: every frame its gap to the nose is
+# fitted by an apex (approach, then rebound or none), and a touch is written when the fit is
+# decisive: at least SOFT_POST_FRAMES frames after the apex and SOFT_PRE_FRAMES before it, the
+# apex gap within SOFT_Z standard errors of 0 and SOFT_NEAR_Z of them under SOFT_NEAR_MM, and an
+# approach SOFT_Z standard errors faster than a ball rolling to a stop there could have had.
+SOFT_ZONE_MM = 1.0 + LINE_SIGMAS * TRACK_SIGMA_MM  # 3.8 mm: one frame, 4 σ, plus 1 mm
+SOFT_ARM_MM = 6.0  # a frame this far off: the ball has left the cushion, a touch is new again
+SOFT_DECIDE_US = 80_000  # decided within this long of the touch or never: the most it holds
+SOFT_PRE_US = 120_000  # approach fitted over at most this long (rolling: straight enough)
+SOFT_POST_FRAMES = 6  # 50 ms at 120 Hz: a sliding ball curving off 1-2 mm short shows as such
+SOFT_PRE_FRAMES = 3
+SOFT_Z = 3.0
+SOFT_NEAR_MM = 1.0
+SOFT_NEAR_Z = 2.0
+# a ball rolling to a stop slows by the cloth's rolling resistance (≈ 0.01 g; the ICD has no
+# friction figure): the approach must be faster than twice that allows over the fitted span
+ROLL_DECEL_MM_PER_MS2 = 2e-4
+SOFT_STEP_US = 1_000  # the apex time is searched on this grid
+FIT_FRAMES = 64  # tracker frames kept for the fits (533 ms at 120 Hz)
+SW_C, SW_T0, SW_SHOT, SW_ARMED, SW_STILL = range(5)
+SOURCE_TRACKER = 1  # O_B of a cushion event: derived from the tracker (EVENTS.md "source")
+OCCLUDED = 4  # BALL_TRACK.state bit 2: position predicted, not seen
+ALL_CUSHIONS = 0b111111
+# a cushion hit of a ball resting against that cushion is that ball pushed into it by a
+# contact: a contact stamped up to this much later caused it (rails σ 50 µs, acoustic σ 30 µs,
+# mapping < 35 µs p99: ~70 µs combined; 500 µs is 7 σ), so the hit is written at the
+# contact's time, after it
+FROZEN_PUSH_US = 500
 
 
 class FusionArrays(NamedTuple):
@@ -287,6 +332,13 @@ class FusionArrays(NamedTuple):
     )  # (16, 3) ball_moved waiting for a tip contact: event time, frame time; last start
     scratch_b: np.ndarray  # per-frame scratch: balls that started moving
     scratch_v: np.ndarray  # and velocities
+    fit_t: np.ndarray  # (FIT_FRAMES,) ring of the last tracker frames (F_FIT_N): hub time,
+    fit_xy: np.ndarray  # positions,
+    fit_ok: np.ndarray  # on the table and seen (not occluded)
+    soft: np.ndarray  # (16, 5) each ball's watch for an unreported cushion touch: SW_*
+    fhold: (
+        np.ndarray
+    )  # (16, 3) a frozen ball's cushion hit held for its contact: time, cushion, shot
 
 
 @njit(cache=True)
@@ -821,6 +873,8 @@ def _contact(st, ev, nev, t, i, j):
     st.pair_t[i, j] = t
     _touched(st, i, j, t)
     st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], t)
+    if st.fs[F_FHOLD_N]:
+        nev = _pushed_into_cushion(st, ev, nev, t, i, j)
     return nev
 
 
@@ -906,6 +960,14 @@ def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
         ball = nearest_ball(xy, on, pen, cx, cy, ATTRIBUTION_LIMIT_MM)
         if ball >= 0:
             at_cushion = np.hypot(xy[ball, 0] - cx, xy[ball, 1] - cy) <= D / 2
+        # the rails reported this touch: the ball it is given to, or any ball at its place,
+        # is not watched for it (_soft_touches) and needs to leave the cushion to be again
+        for o in range(16):
+            here = given and on[o] and np.hypot(xy[o, 0] - cx, xy[o, 1] - cy) <= D / 2
+            if o == ball or here:
+                st.soft[o, SW_ARMED] &= ~(np.int64(1) << c)
+                if st.soft[o, SW_C] == c:
+                    st.soft[o, SW_C] = -1
     hits = st.cushion_hits[c]
     oldest = 0
     for h in range(CUSHION_MEMORY):
@@ -925,7 +987,187 @@ def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
     hits[oldest, 0], hits[oldest, 1] = t, amp
     hits[oldest, 2], hits[oldest, 3] = pos if given else -1, ball
     st.fs[F_LAST_ACT] = t
+    if (
+        tracked
+        and ball >= 0
+        and pen[ball] > 0
+        and st.rest_n[ball] > 0
+        and (frozen_mask(st.geo, st.rest_xy[ball, 0], st.rest_xy[ball, 1]) >> c) & 1
+    ):
+        # a ball resting against this cushion hits it only when a contact drives it in: held
+        # for that contact, whose click may be stamped a little later (sensor jitter)
+        if st.fhold[ball, 0] >= 0:
+            nev = _write_frozen_hit(st, ev, nev, ball, st.fhold[ball, 0])
+        st.fhold[ball, 0], st.fhold[ball, 1] = t, c
+        st.fhold[ball, 2] = st.fs[F_SHOT] if st.fs[F_IN_SHOT] else -1
+        st.fs[F_FHOLD_N] += 1
+        return nev
     return _push(st, ev, nev, t, EV_CUSHION, ball, c, 0, 0, 0, 0)
+
+
+@njit(cache=True)
+def _write_frozen_hit(st, ev, nev, b, t):
+    """Ball b's held cushion hit, written at hub time t (its own, or its contact's)."""
+    row = _emit(st, ev, nev, t, EV_CUSHION, b, st.fhold[b, 1], 0, 0, 0, 0)
+    if row >= 0:
+        nev = row + 1
+        ev[row, O_SHOT] = st.fhold[b, 2]
+    st.fhold[b, 0] = -1
+    st.fs[F_FHOLD_N] -= 1
+    return nev
+
+
+@njit(cache=True)
+def _pushed_into_cushion(st, ev, nev, t, i, j):
+    """A contact of i and j at t: a held cushion hit of either, stamped up to
+    ``FROZEN_PUSH_US`` before it, was that contact pushing the ball into its cushion: it is
+    written at the contact's time, so after it (the contact's type sorts first)."""
+    for b in (i, j):
+        if 0 <= b < 16 and st.fhold[b, 0] >= 0 and 0 <= t - st.fhold[b, 0] <= FROZEN_PUSH_US:
+            nev = _write_frozen_hit(st, ev, nev, b, t)
+    return nev
+
+
+@njit(cache=True)
+def _release_frozen(st, ev, nev, now):
+    """Held cushion hits of frozen balls whose contact did not come: at their own time."""
+    for b in range(16):
+        if st.fhold[b, 0] >= 0 and st.fhold[b, 0] + FROZEN_PUSH_US < now:
+            nev = _write_frozen_hit(st, ev, nev, b, st.fhold[b, 0])
+    return nev
+
+
+@njit(cache=True, inline="always")
+def _watching(st):
+    for b in range(16):
+        if st.soft[b, SW_C] >= 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _stop_watching(st, disarm):
+    """No more touches looked for (a new shot, a boot, the tracker gone)."""
+    for b in range(16):
+        st.soft[b, SW_C] = -1
+        if disarm:
+            st.soft[b, SW_ARMED] = 0
+
+
+@njit(cache=True)
+def _soft_touches(st, ev, nev):
+    """After each tracker frame: every ball near a cushion it is armed for is watched for a
+    touch the rails could not report (ICD §7: none under 0.05 m/s normal speed).
+
+    Armed: at a shot's start for every cushion the ball is not resting against (``frozen``),
+    then for any cushion a frame shows it ``SOFT_ARM_MM`` off; a touch (reported or derived)
+    disarms that cushion.  A watch opens when a frame of the shot shows the ball moving
+    within ``SOFT_ZONE_MM`` of an armed cushion; it closes when the ball leaves
+    (``SOFT_ARM_MM``), has been still for ``SOFT_POST_FRAMES`` frames, is touched, or the
+    rails report it; while open it holds ``safe`` at ``SW_T0`` (at most ``SOFT_DECIDE_US``
+    behind the newest frame).
+    """
+    n = st.fs[F_FIT_N]
+    f = (n - 1) % FIT_FRAMES
+    k = (st.fs[F_TRK_N] - 1) % HISTORY
+    for b in range(16):
+        w = st.soft[b]
+        if not st.trk_on[k, b]:
+            w[SW_C] = -1  # off the table
+            continue
+        if not st.fit_ok[f, b]:
+            continue  # occluded: where it is, is the tracker's guess
+        x, y = st.fit_xy[f, b, 0], st.fit_xy[f, b, 1]
+        near_c, near_g = -1, SOFT_ZONE_MM
+        for c in range(6):
+            g = nose_gap(st.geo, c, x, y)
+            if g > SOFT_ARM_MM:
+                if np.isfinite(g):
+                    w[SW_ARMED] |= np.int64(1) << c
+                if w[SW_C] == c:
+                    w[SW_C] = -1  # it left the cushion (or the piece)
+            elif g < near_g and (w[SW_ARMED] >> c) & 1:
+                near_c, near_g = c, g
+        w[SW_STILL] = 0 if st.trk_mv[k, b] else w[SW_STILL] + 1
+        if w[SW_C] < 0:
+            if near_c < 0 or not st.fs[F_IN_SHOT] or not st.trk_mv[k, b] or n < 2:
+                continue
+            w[SW_C] = near_c
+            w[SW_T0] = st.fit_t[(n - 2) % FIT_FRAMES]  # it may have touched since that frame
+            w[SW_SHOT] = st.fs[F_SHOT]
+        nev = _soft_watch(st, ev, nev, b)
+        if w[SW_C] >= 0 and w[SW_STILL] > SOFT_POST_FRAMES:
+            w[SW_C] = -1  # still: any touch before it stopped has been judged
+    return nev
+
+
+@njit(cache=True)
+def _soft_watch(st, ev, nev, b):
+    """Ball b, watched at its cushion: the apex fits over its frames (touch.fit_apex), and
+    the touch written if they are decisive (see ``SOFT_*``)."""
+    w = st.soft[b]
+    c = w[SW_C]
+    n = st.fs[F_FIT_N]
+    t = st.fit_t[(n - 1) % FIT_FRAMES]
+    # a touch before the ball's last contact (its motion since is another) or more than
+    # SOFT_DECIDE_US ago (events after it are out) is no longer looked for
+    t0 = max(w[SW_T0], t - SOFT_DECIDE_US, st.hit_t[b])
+    w[SW_T0] = t0
+    lo = max(t0 - SOFT_PRE_US, st.hit_t[b])
+    tau = np.empty(FIT_FRAMES)
+    gap = np.empty(FIT_FRAMES)
+    m = 0
+    for q in range(min(n, FIT_FRAMES)):
+        i = (n - 1 - q) % FIT_FRAMES
+        if st.fit_t[i] < lo:
+            break
+        if st.fit_ok[i, b]:
+            g = nose_gap(st.geo, c, st.fit_xy[i, b, 0], st.fit_xy[i, b, 1])
+            if np.isfinite(g):
+                tau[m] = (st.fit_t[i] - t) / 1000.0  # ms, newest first
+                gap[m] = g
+                m += 1
+    if m < SOFT_PRE_FRAMES + SOFT_POST_FRAMES:
+        return nev
+    fit = np.empty(N_FIT)
+    best = np.empty(N_FIT)
+    best[FT_SSR] = np.inf
+    best_tc = 0.0
+    tc_us = t0
+    while tc_us <= t:
+        tc = (tc_us - t) / 1000.0
+        fit_apex(tau, gap, m, tc, True, fit)
+        if fit[FT_SSR] < best[FT_SSR]:
+            best[:] = fit
+            best_tc = tc
+        tc_us += SOFT_STEP_US
+    if best[FT_SSR] == np.inf or best[FT_POST] < SOFT_POST_FRAMES or best[FT_PRE] < SOFT_PRE_FRAMES:
+        return nev
+    h, se_h = best[FT_H], best[FT_SE_H]
+    if h - SOFT_Z * se_h > 0.0:
+        # its closest approach so far decisively short of the nose: a touch can only come later
+        w[SW_T0] = max(t0, t + np.int64(best_tc * 1000.0))
+        return nev
+    stopping = ROLL_DECEL_MM_PER_MS2 * (best_tc - tau[m - 1]) / 2
+    if h + SOFT_NEAR_Z * se_h > SOFT_NEAR_MM or best[FT_IN] < SOFT_Z * best[FT_SE_IN] + stopping:
+        return nev  # not decisive (yet)
+    # a touch: timed by the fit through gap 0
+    best_ssr, tc_touch = np.inf, best_tc
+    tc_us = t0
+    while tc_us <= t:
+        tc = (tc_us - t) / 1000.0
+        fit_apex(tau, gap, m, tc, False, fit)
+        if fit[FT_SSR] < best_ssr:
+            best_ssr, tc_touch = fit[FT_SSR], tc
+        tc_us += SOFT_STEP_US
+    at = max(t0, t + np.int64(tc_touch * 1000.0))
+    row = _emit(st, ev, nev, at, EV_CUSHION, b, c, SOURCE_TRACKER, 0, 0, 0)
+    if row >= 0:
+        nev = row + 1
+        ev[row, O_SHOT] = w[SW_SHOT]
+    w[SW_ARMED] &= ~(np.int64(1) << c)
+    w[SW_C] = -1
+    return nev
 
 
 @njit(cache=True)
@@ -1061,6 +1303,9 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
     st.trk_t[k] = t
     st.trk_on[k, :] = 0
     st.trk_mv[k, :] = 0
+    f = st.fs[F_FIT_N] % FIT_FRAMES
+    st.fit_t[f] = t
+    st.fit_ok[f, :] = 0
     for j in range(min(rw[BT_COUNT], 16)):
         b = tracks[ti, j, 0]
         if b < 16:
@@ -1072,7 +1317,11 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
             st.trk_xy[k, b, 1] = (
                 np.int64(tracks[ti, j, 4]) | np.int64(tracks[ti, j, 5]) << 8
             ) / 10.0
+            st.fit_ok[f, b] = 0 if tracks[ti, j, 1] & OCCLUDED else 1
+            st.fit_xy[f, b, 0] = st.trk_xy[k, b, 0]
+            st.fit_xy[f, b, 1] = st.trk_xy[k, b, 1]
     st.fs[F_TRK_N] = n + 1
+    st.fs[F_FIT_N] += 1
     D = st.geo[G_D]
     if n >= 1 and not st.fs[F_IN_SHOT]:
         for b in range(16):
@@ -1216,6 +1465,8 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
         nev, nsnap = _start_shot_event(st, ev, nev, NO_BALL, snaps, frozen, nsnap, TRACKED)
     if st.fs[F_LHELD_N]:  # curtain reports waiting for where their ball stops
         nev = _judge_lines(st, ev, nev, False)
+    if st.fs[F_IN_SHOT] or _watching(st):  # cushion touches too soft for the rails
+        nev = _soft_touches(st, ev, nev)
     # rest averages: a still ball's position, averaged to beat the tracker's noise
     for b in range(16):
         if st.trk_on[k, b] and not st.trk_mv[k, b]:
@@ -1321,6 +1572,8 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
             nev = _release_moved(st, ev, nev, t)
         if st.fs[F_HCLICK_N]:
             nev = _release_held(st, ev, nev, t)
+        if st.fs[F_FHOLD_N]:
+            nev = _release_frozen(st, ev, nev, t)
         st.fs[F_NOW] = max(st.fs[F_NOW], t)
         tracked = _tracker_alive(st)
         if mtype == T_TRACK:
@@ -1394,10 +1647,14 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                 st.fs[F_MOVED] = 0
                 st.fs[F_STILL_RUN] = 0
                 st.fs[F_SB_N] = 0
+                _stop_watching(st, True)
                 if tracked:
                     # the layout before the shot, kept until the struck ball is known
                     _snapshot(st, st.pend_snap, st.pend_frozen, 0, t)
                     st.fs[F_CUE_PENDING] = 1
+                    # every cushion a ball does not rest against may be touched in the shot
+                    for b in range(16):
+                        st.soft[b, SW_ARMED] = ALL_CUSHIONS & ~st.pend_frozen[0, b]
                     # the tracker may have seen the struck ball move a frame before this stamp
                     early = _struck(st, t - CUE_GRACE_US)
                     if early >= 0:
@@ -1435,6 +1692,8 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     if st.fs[F_LHELD_N]:
                         nev = _judge_lines(st, ev, nev, True)
                     st.fs[F_TRK_N] = 0  # its history is stale when it comes back
+                    st.fs[F_FIT_N] = 0
+                    _stop_watching(st, True)
             nev = _push(st, ev, nev, t, EV_NODE_STATUS, -1, node, code, who, 0, 0)
         elif mtype == T_HELLO:
             if st.fs[F_IN_SHOT]:
@@ -1450,6 +1709,8 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
             st.fs[F_PRESENT] = rw[H_PRESENT] | 1
             st.fs[F_DOWN] = 0
             st.fs[F_TRK_N] = 0
+            st.fs[F_FIT_N] = 0
+            _stop_watching(st, True)
             # the tracker's history restarts: a run of still frames across the boot is no rest
             st.fs[F_STILL_RUN] = 0
             st.rest_n[:] = 0
@@ -1475,6 +1736,8 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
     nev = _release_moved(st, ev, nev, upto)
     if st.fs[F_HCLICK_N]:
         nev = _release_held(st, ev, nev, upto)
+    if st.fs[F_FHOLD_N]:
+        nev = _release_frozen(st, ev, nev, upto)
     st.fs[F_NOW] = max(st.fs[F_NOW], upto)
     # the earliest hub time a later emission may still carry
     safe = st.fs[F_NOW]
@@ -1493,11 +1756,23 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
         safe = min(safe, st.fs[F_CUE_T])
     for h in range(st.fs[F_LHELD_N]):
         safe = min(safe, st.lheld[h, LH_T])
+    for b in range(16):
+        if st.soft[b, SW_C] >= 0:
+            safe = min(safe, st.soft[b, SW_T0])
+        if st.fhold[b, 0] >= 0:
+            safe = min(safe, st.fhold[b, 0])
     return nev, nsnap, npath, safe
 
 
 @njit(cache=True)
 def settle(st, ev):
     """End of the input: the curtain reports still held are decided with what is known
-    (:func:`_judge_lines`); returns how many events that wrote into ``ev``."""
-    return _judge_lines(st, ev, np.int64(0), True)
+    (:func:`_judge_lines`), held cushion hits of frozen balls written at their own time, and
+    touches still watched for given up (undecided: none); returns how many events that wrote
+    into ``ev`` (room for ``LINE_HELD`` + 16)."""
+    nev = _judge_lines(st, ev, np.int64(0), True)
+    for b in range(16):
+        if st.fhold[b, 0] >= 0:
+            nev = _write_frozen_hit(st, ev, nev, b, st.fhold[b, 0])
+    _stop_watching(st, False)
+    return nev

@@ -1,0 +1,134 @@
+"""A cushion touch the rails did not report, seen in the tracker's frames.
+
+ICD §7 rails: "impacts with normal speed under 0.05 m/s are not reported";
+RULES.md counts any touch of a cushion, however soft.  At such speeds a
+ball's centre moves under 0.42 mm a frame across the cushion, against the
+tracker's position σ of 0.7 mm, so one frame shows nothing: the touch is a
+fit over frames.  Near the cushion the ball's gap to the nose (centre
+distance minus the radius) is modelled as an apex at the contact time
+``tc``::
+
+    gap(t) = h + a_in * max(tc - t, 0) + a_out * max(t - tc, 0),   a_in, a_out >= 0
+
+(approach, then rebound -- ``a_out`` = 0.55 ``a_in`` on the virtual table --
+or none: a ball whose rebound is too slow stays against the cushion).  With
+``h`` free the fit says how close the ball came, with a standard error from
+the tracker's σ; with ``h`` = 0 it times the touch.  The kernel
+(:func:`.kernel._soft_touch`) decides from the fits; this module is the
+arithmetic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .geometry import G_D, G_L, G_W, cushion_gap
+
+TRACK_SIGMA_MM = 0.7  # ICD §7 tracker: position σ per frame
+(FT_SSR, FT_H, FT_IN, FT_OUT, FT_SE_H, FT_SE_IN, FT_SE_OUT, FT_PRE, FT_POST) = range(9)
+N_FIT = 9
+
+
+@njit(cache=True)
+def nose_gap(geo: np.ndarray, cushion: int, x: float, y: float) -> float:
+    """Ball surface to cushion nose (mm), +inf where the ball is not along that piece or is
+    within a ball diameter of a pocket along it.
+
+    The ICD gives no pocket openings: near a pocket's mouth the nose ends at a jaw, and a
+    ball touching the jaw is nowhere near the nose line's gap of 0.  A ball's length from
+    the corner (or from the middle pocket) is about a mouth's half-width plus a radius.
+    """
+    g = cushion_gap(geo, cushion, x, y)
+    if not np.isfinite(g):
+        return g
+    L, W, D = geo[G_L], geo[G_W], geo[G_D]
+    across = cushion == 0 or cushion == 3  # the piece runs along y
+    s = y if across else x
+    extent = W if across else L
+    if s < D or s > extent - D or (not across and abs(x - L / 2) < D):
+        return np.inf
+    return g
+
+
+@njit(cache=True)
+def _inverse3(a: np.ndarray, out: np.ndarray) -> bool:
+    """Inverse of the symmetric 3x3 matrix a into out; False if singular."""
+    c00 = a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]
+    c01 = a[1, 2] * a[2, 0] - a[1, 0] * a[2, 2]
+    c02 = a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]
+    det = a[0, 0] * c00 + a[0, 1] * c01 + a[0, 2] * c02
+    if abs(det) < 1e-12:
+        return False
+    out[0, 0] = c00 / det
+    out[1, 0] = c01 / det
+    out[2, 0] = c02 / det
+    out[0, 1] = (a[0, 2] * a[2, 1] - a[0, 1] * a[2, 2]) / det
+    out[1, 1] = (a[0, 0] * a[2, 2] - a[0, 2] * a[2, 0]) / det
+    out[2, 1] = (a[0, 1] * a[2, 0] - a[0, 0] * a[2, 1]) / det
+    out[0, 2] = (a[0, 1] * a[1, 2] - a[0, 2] * a[1, 1]) / det
+    out[1, 2] = (a[0, 2] * a[1, 0] - a[0, 0] * a[1, 2]) / det
+    out[2, 2] = (a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]) / det
+    return True
+
+
+@njit(cache=True)
+def fit_apex(tau: np.ndarray, gap: np.ndarray, n: int, tc: float, free_h: bool, out: np.ndarray):
+    """Least squares of ``gap[:n]`` (mm) at ``tau[:n]`` (ms) by an apex at ``tc``, slopes
+    kept >= 0 (a negative one is dropped and the rest refitted); ``h`` = 0 unless
+    ``free_h``.  Writes ``out[FT_*]``: the residual sum of squares, h, a_in, a_out (mm/ms)
+    and their standard errors (σ 0.7 mm a frame), and the frames before and after tc."""
+    a = np.zeros((3, 3))
+    r = np.zeros(3)
+    inv = np.zeros((3, 3))
+    beta = np.zeros(3)
+    x = np.zeros(3)
+    active = np.array([free_h, True, True])
+    out[FT_SSR] = np.inf
+    settled = False
+    for _ in range(3):
+        a[:, :] = 0.0
+        r[:] = 0.0
+        for i in range(n):
+            x[0] = 1.0
+            x[1] = max(tc - tau[i], 0.0)
+            x[2] = max(tau[i] - tc, 0.0)
+            for j in range(3):
+                if not active[j]:
+                    continue
+                r[j] += x[j] * gap[i]
+                for m in range(3):
+                    if active[m]:
+                        a[j, m] += x[j] * x[m]
+        for j in range(3):
+            if not active[j]:
+                a[j, j] = 1.0
+        if not _inverse3(a, inv):
+            return
+        for j in range(3):
+            beta[j] = inv[j, 0] * r[0] + inv[j, 1] * r[1] + inv[j, 2] * r[2]
+        worst = -1
+        for j in (1, 2):
+            if active[j] and beta[j] < 0.0 and (worst < 0 or beta[j] < beta[worst]):
+                worst = j
+        if worst < 0:
+            settled = True
+            break
+        active[worst] = False
+    if not settled:
+        return
+    ssr = 0.0
+    pre = 0
+    for i in range(n):
+        fit = beta[0] + beta[1] * max(tc - tau[i], 0.0) + beta[2] * max(tau[i] - tc, 0.0)
+        ssr += (gap[i] - fit) ** 2
+        if tau[i] <= tc:
+            pre += 1
+    out[FT_SSR] = ssr
+    out[FT_H] = beta[0]
+    out[FT_IN] = beta[1]
+    out[FT_OUT] = beta[2]
+    for j in range(3):
+        out[FT_SE_H + j] = TRACK_SIGMA_MM * np.sqrt(inv[j, j]) if active[j] else np.inf
+    out[FT_PRE] = pre
+    out[FT_POST] = n - pre
