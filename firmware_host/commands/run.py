@@ -101,6 +101,7 @@ class _Signals:
         self.signum: int | None = None
         self.raising = True
         self.children: list[subprocess.Popen[Any]] = []  # the virtual table and helpers
+        self.warmup: Any = None  # the background compile's reporter (warmup.Background)
         self.abandon = threading.Event()  # set with the signal: the daemon waits for nothing
         self._watchdog: threading.Timer | None = None
         main = threading.current_thread() is threading.main_thread()  # else Python refuses
@@ -234,7 +235,9 @@ def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tu
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
         )
-        warmup = Background(proc, say)
+        warmup = signals.warmup = Background(proc, say)
+    else:
+        say("numba can cache nothing here: the table is refereed in pure Python throughout")
     worker = _spawn(
         [sys.executable, "-m", "firmware_host.interpreted"],
         signals,
@@ -358,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
         if engine is not None:
             engine.close()
         if signals.status is not None or stats is None:
-            _end_all(signals, warmup)
+            _end_all(signals)
     try:
         if signals.status is None and _compile_worth_waiting_for(warmup):
             # The refereeing ended before the kernels compiled: finish them, or the next start
@@ -370,7 +373,7 @@ def run(args: argparse.Namespace) -> int:
             while signals.signum is None and warmup.wait(0.2) is None:
                 pass
     finally:
-        _end_all(signals, warmup)
+        _end_all(signals)
     if signals.status is not None:
         return signals.status
     assert stats is not None
@@ -393,9 +396,9 @@ def _compile_worth_waiting_for(warmup: Any) -> bool:
     return running and not numba_cache.decision.startswith("temporary")
 
 
-def _end_all(signals: _Signals, warmup: Any) -> None:
-    if warmup is not None:
-        warmup.quiet()  # ended by us: no "failed" line
+def _end_all(signals: _Signals) -> None:
+    if signals.warmup is not None:
+        signals.warmup.quiet()  # ended by us: no "failed" line
     for child in signals.children:
         _end(child)
     signals.restore()
