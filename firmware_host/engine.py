@@ -79,6 +79,7 @@ class Compiled:
         from .pipeline import Pipeline  # numba: imported (not compiled) only when needed
 
         self.pipeline = Pipeline(rules)
+        self._bad_total = 0
 
     def apply(self, op: Op) -> Outcome:
         pipe = self.pipeline
@@ -92,11 +93,13 @@ class Compiled:
         else:
             step = pipe.flush()
         bad_total = pipe.decoder.bad_total
+        changed = bad_total != self._bad_total
+        self._bad_total = bad_total
         return Outcome(
             tables,
             step,
             bad_total,
-            pipe.decoder.stats().bad if bad_total else {},
+            pipe.decoder.stats().bad if changed else None,  # None: as before
             pipe.events.take_notices(),
             pipe.events.losses(),
             vars(pipe.decoder.stats()) if op[0] == FLUSH else None,
