@@ -1133,23 +1133,37 @@ def _soft_watch(st, ev, nev, b):
     best = np.empty(N_FIT)
     best[FT_SSR] = np.inf
     best_tc = 0.0
+    excluding = True
     tc_us = t0
     while tc_us <= t:
         tc = (tc_us - t) / 1000.0
         fit_apex(tau, gap, m, tc, True, fit)
-        if fit[FT_SSR] < best[FT_SSR]:
-            best[:] = fit
-            best_tc = tc
+        if (
+            excluding
+            and fit[FT_SSR] < np.inf
+            and fit[FT_PRE] >= SOFT_PRE_FRAMES
+            and fit[FT_H] - SOFT_Z * fit[FT_SE_H] > 0.0
+        ):
+            # an apex here would be decisively short of the nose: no touch then, and none
+            # before (nothing to hold for up to here: a ball lingering a mm or two off the
+            # cushion holds nothing)
+            w[SW_T0] = tc_us + SOFT_STEP_US
+        else:
+            excluding = False
+            if fit[FT_SSR] < best[FT_SSR]:
+                best[:] = fit
+                best_tc = tc
         tc_us += SOFT_STEP_US
+    t0 = w[SW_T0]
     if best[FT_SSR] == np.inf or best[FT_POST] < SOFT_POST_FRAMES or best[FT_PRE] < SOFT_PRE_FRAMES:
         return nev
     h, se_h = best[FT_H], best[FT_SE_H]
-    if h - SOFT_Z * se_h > 0.0:
-        # its closest approach so far decisively short of the nose: a touch can only come later
-        w[SW_T0] = max(t0, t + np.int64(best_tc * 1000.0))
-        return nev
     stopping = ROLL_DECEL_MM_PER_MS2 * (best_tc - tau[m - 1]) / 2
-    if h + SOFT_NEAR_Z * se_h > SOFT_NEAR_MM or best[FT_IN] < SOFT_Z * best[FT_SE_IN] + stopping:
+    if (
+        h - SOFT_Z * se_h > 0.0
+        or h + SOFT_NEAR_Z * se_h > SOFT_NEAR_MM
+        or best[FT_IN] < SOFT_Z * best[FT_SE_IN] + stopping
+    ):
         return nev  # not decisive (yet)
     # a touch: timed by the fit through gap 0
     best_ssr, tc_touch = np.inf, best_tc
