@@ -143,3 +143,41 @@ def test_a_cushion_touch_too_soft_for_the_rails(arrival, normal_mps, nodes, sour
 def test_live_chunks_give_the_batch_events():
     s, _ = story("touch", 0.03)
     assert s.events(chunks=23) == s.events()
+
+
+# ------------------------------------------------ a frozen ball driven into its cushion
+
+
+@pytest.mark.parametrize(("click_after_us", "after"), [(30.0, True), (None, False)])
+def test_a_frozen_ball_driven_into_its_cushion_hits_it_after_the_contact(click_after_us, after):
+    """Ball 5 rests against cushion 5; ball 3 drives it in. The rails stamp the hit 30 µs
+    before the click (σ 50 µs against 30 µs): the hit is the contact's doing, written at
+    the contact's time after it (seed 7 shot 28: item 20 note 2 read the wrong order).
+    Twin: no click comes (a hit given to a frozen ball with no contact): its own time."""
+    from test_fusion_edges import W
+
+    p5 = (1000.0, W - R)
+    d = unit(0.6, 0.8)
+    touch3 = (p5[0] - 2 * R * d[0], p5[1] - 2 * R * d[1])
+    p3 = (touch3[0] - 300 * d[0], touch3[1] - 300 * d[1])
+    tc = T0 + 300 / 1e-3
+    balls = {
+        3: Path((T0, *p3), (tc, *touch3), (tc + 300_000, touch3[0] + 40, touch3[1] - 30)),
+        5: Path((tc, *p5), (tc + 400_000, p5[0] + 150, p5[1])),
+    }
+    s = Story(FULL)
+    s.film(balls, 300_000, tc + 2_000_000)
+    s.report(T0 + 4, "CUE_CONTACT", duration_us=1200, peak_force_dn=300)
+    s.report(tc - 30, "CUSHION_HIT", cushion=5, pos_mm=round(p5[0]), amplitude=900)
+    if click_after_us is not None:
+        s.click(tc, touch3, p5, onset=0.0)
+    events = s.events()
+    (hit,) = of(events, "cushion")
+    assert (hit["ball"], hit["cushion"]) == (5, 5)
+    kinds = [e["type"] for e in events if e["type"] in ("ball_contact", "cushion")]
+    if after:
+        (contact,) = of(events, "ball_contact")
+        assert contact["balls"] == [3, 5] and hit["t_us"] == contact["t_us"]
+        assert kinds == ["ball_contact", "cushion"]
+    else:
+        assert hit["t_us"] == round(tc - 30)
