@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from proc_util import children as child_pids
 
 ROOT = Path(__file__).resolve().parents[1]
 READERS = ("decode", "events", "replay", "judge")
@@ -502,19 +503,6 @@ def test_an_unwritable_numba_cache_warns_once_and_runs_uncached(files: dict[str,
 # -- signals -----------------------------------------------------------------------------
 
 
-def _children(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.add(int(entry))
-    return found
-
-
 @pytest.mark.parametrize(
     ("sig", "after_s"),
     [(signal.SIGINT, 1.0), (signal.SIGTERM, 1.0), (signal.SIGINT, 2.5), (signal.SIGTERM, 0.4)],
@@ -531,9 +519,9 @@ def test_a_signal_at_any_moment_ends_run_and_its_virtual_table(
     children: set[int] = set()
     deadline = time.monotonic() + after_s
     while time.monotonic() < deadline:  # every child it had, up to the signal
-        children |= _children(proc.pid)
+        children |= child_pids(proc.pid)
         time.sleep(0.02)
-    children |= _children(proc.pid)
+    children |= child_pids(proc.pid)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert b"Traceback" not in err, err

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from proc_util import children as child_pids
 
 from firmware_host import warmup
 from firmware_host.engine import AckSniffer, ColdStart, Compiled
@@ -29,19 +30,6 @@ from protocol.framing import encode_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_SILENCE_S = 5.0
-
-
-def _children(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.add(int(entry))
-    return found
 
 
 def test_a_first_start_is_never_silent_before_its_first_verdict(tmp_path: Path) -> None:
@@ -79,9 +67,9 @@ def test_a_first_start_is_never_silent_before_its_first_verdict(tmp_path: Path) 
     children: set[int] = set()
     deadline = time.monotonic() + 120
     while not first_verdict.is_set() and time.monotonic() < deadline and proc.poll() is None:
-        children |= _children(proc.pid)
+        children |= child_pids(proc.pid)
         time.sleep(0.05)
-    children |= _children(proc.pid)
+    children |= child_pids(proc.pid)
     proc.send_signal(signal.SIGTERM)  # no need to wait for the compile: it was seen going
     proc.wait(60)
     for r in readers:
