@@ -430,23 +430,37 @@ def _review_held(rows, w: Work, st, ns, clk, params, keep, final) -> None:
 
 
 @njit(cache=True)
+def _steps(prev_t, prev_seq, t_raw, seq_raw) -> tuple[np.int64, np.int64]:
+    """How far a hub frame's clock and seq moved on from an earlier one's (unwrapped)."""
+    return unwrap_step(prev_t, t_raw, 32) - prev_t, unwrap_step(prev_seq, seq_raw, 16) - prev_seq
+
+
+@njit(cache=True)
+def _continues(d, sd, params) -> bool:
+    """Steps a running hub makes between two of its frames."""
+    return -params[PR_HUB_BACK] <= d <= params[PR_HUB_GAP] and -_SEQ_BACK <= sd <= _SEQ_AHEAD
+
+
+@njit(cache=True)
+def _uptime_restarted(ns, uptime) -> bool:
+    """A HEARTBEAT (uptime >= 0) whose uptime went back: the hub rebooted."""
+    return uptime >= 0 and ns[0, NS_UPTIME] > 0 and uptime + 2 < ns[0, NS_UPTIME] - 1
+
+
+@njit(cache=True)
 def _hub_follows(ns, t_raw, seq_raw, uptime, params) -> bool:
     """Does a hub frame continue the hub's accepted clock and counters?"""
     if ns[0, NS_HAS_T] == 0:
         return True
-    d = unwrap_step(ns[0, NS_T], t_raw, 32) - ns[0, NS_T]
-    sd = unwrap_step(ns[0, NS_SEQ], seq_raw, 16) - ns[0, NS_SEQ]
-    if uptime >= 0 and ns[0, NS_UPTIME] > 0 and uptime + 2 < ns[0, NS_UPTIME] - 1:
-        return False  # uptime restarted
-    return -params[PR_HUB_BACK] <= d <= params[PR_HUB_GAP] and -_SEQ_BACK <= sd <= _SEQ_AHEAD
+    d, sd = _steps(ns[0, NS_T], ns[0, NS_SEQ], t_raw, seq_raw)
+    return not _uptime_restarted(ns, uptime) and _continues(d, sd, params)
 
 
 @njit(cache=True)
 def _follows_row(rows, s, i, params) -> bool:
     """Does hub row i continue hub row s (a held suspect)?"""
-    d = unwrap_step(rows[s, C_TRAW], rows[i, C_TRAW], 32) - rows[s, C_TRAW]
-    sd = unwrap_step(rows[s, C_SEQ], rows[i, C_SEQ], 16) - rows[s, C_SEQ]
-    return -params[PR_HUB_BACK] <= d <= params[PR_HUB_GAP] and -_SEQ_BACK <= sd <= _SEQ_AHEAD
+    d, sd = _steps(rows[s, C_TRAW], rows[s, C_SEQ], rows[i, C_TRAW], rows[i, C_SEQ])
+    return _continues(d, sd, params)
 
 
 @njit(cache=True)
@@ -457,11 +471,8 @@ def _uptime_of(rows, i) -> np.int64:
 @njit(cache=True)
 def _time_passed(rows, s, ns) -> bool:
     """A confirmed hub step that is only time passing (a stalled link), not a reboot."""
-    d = unwrap_step(ns[0, NS_T], rows[s, C_TRAW], 32) - ns[0, NS_T]
-    sd = unwrap_step(ns[0, NS_SEQ], rows[s, C_SEQ], 16) - ns[0, NS_SEQ]
-    up = _uptime_of(rows, s)
-    restarted = up >= 0 and ns[0, NS_UPTIME] > 0 and up + 2 < ns[0, NS_UPTIME] - 1
-    return d > 0 and 0 < sd <= _SEQ_AHEAD and not restarted
+    d, sd = _steps(ns[0, NS_T], ns[0, NS_SEQ], rows[s, C_TRAW], rows[s, C_SEQ])
+    return d > 0 and 0 < sd <= _SEQ_AHEAD and not _uptime_restarted(ns, _uptime_of(rows, s))
 
 
 @njit(cache=True)
@@ -475,8 +486,7 @@ def _new_epoch(rows, t_raw, w: Work, st, ns, clk) -> None:
     st[S_UNSYNCED_DROPPED] += w.cnt[W_NW]
     w.cnt[W_NW] = 0
     for j in range(w.cnt[W_NHELD]):
-        rows[w.held[j], C_STATE] = NEW
-    st[S_OUTLIERS] += w.cnt[W_NHELD]
+        _drop(rows, w.held[j], st)
     w.cnt[W_NHELD] = 0
     if st[S_HELLO] != 0 or st[S_FIRST_HUB] >= 0:
         st[S_EPOCH] += 1
