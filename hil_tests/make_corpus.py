@@ -129,7 +129,17 @@ def limited(
     it on), so whether every ball had stopped is open: 14.2 (docs/hil.md).
     """
     if sensors == "full":
-        return intended
+        if intended["verdict"] != "foul" or "19.2" not in intended["rules"]:
+            return intended
+        if not _stroke_unreadable(shot_events, ball_mm):
+            return intended
+        # docs/rules.md: the cue ball against a cushion or touching two balls, no reading
+        # of the stroke is sound, so the engine never convicts on 19.2 there; a certain
+        # foul still wins
+        others = set(intended["rules"]) - {"19.2"}
+        if others:
+            return _verdict(intended["shot"], "foul", others)
+        return _verdict(intended["shot"], "referee", {"19.2"})
     if intended["shot"] is None:
         return None
     fouls = set(intended["rules"]) if intended["verdict"] == "foul" else set()
@@ -165,11 +175,8 @@ def limited(
     return _verdict(intended["shot"], "legal", set(), satisfied)
 
 
-def _case_19_2(shot_events: list[Line], ball_mm: float) -> bool:
-    """19.2's case, which only the tracker decides: the cue ball's first contact is with a
-    ball touching or nearly touching it at the start (the truth's positions), whatever
-    the tip contact's duration; without positions, a tip still on the cue ball at that
-    contact that the truth did not call a push (19.1) tells the same."""
+def _first_contact(shot_events: list[Line]) -> tuple[Line, Line] | None:
+    """The shot's start and the cue ball's first ball contact, if it has one."""
     start = next((e for e in shot_events if e["type"] == "shot_start"), {})
     cue = start.get("cue_ball")
     first = next(
@@ -180,8 +187,40 @@ def _case_19_2(shot_events: list[Line], ball_mm: float) -> bool:
         ),
         None,
     )
-    if first is None:
+    return None if first is None else (start, first)
+
+
+def _stroke_unreadable(shot_events: list[Line], ball_mm: float) -> bool:
+    """The cue ball starts against a cushion, or within ``NEAR_GAP_MM`` of a ball besides
+    the one it first meets (the truth's positions): 19.2 is the referee's there
+    (docs/rules.md)."""
+    found = _first_contact(shot_events)
+    if found is None:
         return False
+    start, first = found
+    cue = start.get("cue_ball")
+    balls = start.get("balls") or {}
+    if str(cue) not in balls:
+        return False
+    if (start.get("frozen") or {}).get(str(cue)):
+        return True
+    return any(
+        math.dist(balls[str(cue)], xy) - ball_mm < NEAR_GAP_MM
+        for b, xy in balls.items()
+        if int(b) != cue and int(b) not in first["balls"]
+    )
+
+
+def _case_19_2(shot_events: list[Line], ball_mm: float) -> bool:
+    """19.2's case, which only the tracker decides: the cue ball's first contact is with a
+    ball touching or nearly touching it at the start (the truth's positions), whatever
+    the tip contact's duration; without positions, a tip still on the cue ball at that
+    contact that the truth did not call a push (19.1) tells the same."""
+    found = _first_contact(shot_events)
+    if found is None:
+        return False
+    start, first = found
+    cue = start.get("cue_ball")
     balls = start.get("balls") or {}
     a, b = first["balls"]
     other = b if a == cue else a

@@ -24,11 +24,18 @@ LINE_NAMES = ("centre", "house")
 
 @dataclass(frozen=True)
 class Table:
-    """A table's playing surface and ball size."""
+    """A table's playing surface, ball size and pocket openings.
+
+    The ICD gives no pocket openings; the defaults are a pyramid table's (the
+    opening between the jaws: corner 72.5 mm, middle 82.5 mm), which the virtual
+    table plays and the fusion uses to know where a cushion's nose ends.
+    """
 
     length_mm: float = 3569.0
     width_mm: float = 1778.0
     ball_mm: float = 68.0
+    corner_mm: float = 72.5
+    middle_mm: float = 82.5
 
     @property
     def house_line_x(self) -> float:

@@ -160,6 +160,8 @@ def to_dict(
         out |= {"ball": _ball(int(rec[k.O_BALL])), "cushion": a}
         if b == k.SOURCE_TRACKER:  # too soft for the rails: the tracker saw the touch
             out["source"] = "tracker"
+            if rec[k.O_C]:  # at a pocket's mouth before the frames could decide: it may have been
+                out["certain"] = False
     elif etype == k.EV_POCKET:
         out |= {"ball": _ball(int(rec[k.O_BALL])), "pocket": a, "colour": COLOURS.get(b)}
     elif etype == k.EV_LINE_CROSS:

@@ -2,7 +2,8 @@
 
 numba versions of what :class:`protocol.geometry.Table` says in Python
 (ICD §6); the table's size comes in a small float array ``geo`` =
-(length, width, ball diameter, frozen gap) so a HELLO can change it.
+(length, width, ball diameter, frozen gap, where the noses end) so a HELLO
+can change it.
 """
 
 from __future__ import annotations
@@ -12,12 +13,21 @@ from numba import njit
 
 from protocol.geometry import DEFAULT_TABLE, Table
 
-G_L, G_W, G_D, G_GAP = range(4)
+G_L, G_W, G_D, G_GAP, G_CORNER_NOSE, G_MIDDLE_NOSE = range(6)
 FROZEN_GAP_MM = 1.5  # RULES.md: the tracker's uncertainty, configurable
+JAW_MARGIN_MM = 3.0  # a nose this near its jaw is left alone: the jaw's rounding, the tracker's σ
 
 
 def geometry(table: Table = DEFAULT_TABLE, gap_mm: float = FROZEN_GAP_MM) -> np.ndarray:
-    return np.array([table.length_mm, table.width_mm, table.ball_mm, gap_mm], np.float64)
+    """``G_CORNER_NOSE`` and ``G_MIDDLE_NOSE``: how far from a corner, and from the middle
+    of a long side, a ball's centre must be for the ball to touch the nose, not a jaw (a
+    corner's jaws sit opening/√2 from the corner on each nose, a middle pocket's
+    opening/2 either side of it), plus ``JAW_MARGIN_MM``."""
+    corner = table.corner_mm / np.sqrt(2.0) + JAW_MARGIN_MM
+    middle = table.middle_mm / 2 + JAW_MARGIN_MM
+    return np.array(
+        [table.length_mm, table.width_mm, table.ball_mm, gap_mm, corner, middle], np.float64
+    )
 
 
 @njit(cache=True)

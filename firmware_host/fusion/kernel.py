@@ -96,6 +96,7 @@ from .touch import (
     FT_SE_IN,
     FT_SSR,
     N_FIT,
+    TRACK_SIGMA_MM,
     fit_apex,
     nose_gap,
 )
@@ -251,7 +252,6 @@ CUSHION_MEMORY = 16  # accepted hits per cushion a ring-down may belong to (one 
 # ICD §7 lines: a ball centre within 1 mm of the line when it stops may be reported either
 # way; tracker: position σ 0.7 mm per frame
 LINE_EITHER_WAY_MM = 1.0
-TRACK_SIGMA_MM = 0.7
 LINE_SIGMAS = 4.0  # the tracker is decisive about a side this many standard errors away
 LINE_ZONE_MM = LINE_EITHER_WAY_MM + LINE_SIGMAS * TRACK_SIGMA_MM  # one frame clear of it
 # a ball crossing faster than this rolls on > 7 mm (cloth rolling resistance ~0.01 g): it
@@ -1085,6 +1085,8 @@ def _soft_touches(st, ev, nev):
                 if np.isfinite(g):
                     w[SW_ARMED] |= np.int64(1) << c
                 if w[SW_C] == c:
+                    if not np.isfinite(g):
+                        nev = _touch_undecided(st, ev, nev, b, c)
                     w[SW_C] = -1  # it left the cushion (or the piece)
             elif g < near_g and (w[SW_ARMED] >> c) & 1:
                 near_c, near_g = c, g
@@ -1097,8 +1099,70 @@ def _soft_touches(st, ev, nev):
             w[SW_SHOT] = st.fs[F_SHOT]
         nev = _soft_watch(st, ev, nev, b)
         if w[SW_C] >= 0 and w[SW_STILL] > SOFT_POST_FRAMES:
+            nev = _touch_at_rest(st, ev, nev, b)
             w[SW_C] = -1  # still: any touch before it stopped has been judged
     return nev
+
+
+@njit(cache=True)
+def _touch_at_rest(st, ev, nev, b):
+    """Ball b stopped while watched at its cushion, its fits undecided: it touched the
+    cushion if its still frames put it against the nose.
+
+    A ball arriving under 0.02 m/s rebounds too slowly to leave and rests against the
+    cushion; its approach (under 2 mm in the fit window) is too short for the slope test,
+    yet the still frames average to the nose's gap within ``SOFT_Z`` of their standard
+    error (σ/√n: 0.26 mm over 7 frames): a ball 1.5 mm short is 5.6 of them off.  Missed,
+    such touches were false fouls 20 (0.013 to 0.034 m/s, truth of random matches).
+    """
+    w = st.soft[b]
+    c = w[SW_C]
+    n = st.fs[F_FIT_N]
+    total, m = 0.0, 0
+    for q in range(min(n, w[SW_STILL], FIT_FRAMES)):
+        i = (n - 1 - q) % FIT_FRAMES
+        if st.fit_ok[i, b]:
+            g = nose_gap(st.geo, c, st.fit_xy[i, b, 0], st.fit_xy[i, b, 1])
+            if not np.isfinite(g):
+                return nev
+            total += g
+            m += 1
+    if m < SOFT_POST_FRAMES or total / m > SOFT_Z * TRACK_SIGMA_MM / np.sqrt(m):
+        return nev
+    row = _emit(st, ev, nev, w[SW_T0], EV_CUSHION, b, c, SOURCE_TRACKER, 0, 0, 0)
+    if row >= 0:
+        nev = row + 1
+        ev[row, O_SHOT] = w[SW_SHOT]
+    w[SW_ARMED] &= ~(np.int64(1) << c)
+    return nev
+
+
+@njit(cache=True)
+def _touch_undecided(st, ev, nev, b, c):
+    """Ball b, watched at cushion c, ran on into a pocket's mouth (``nose_gap`` has no gap
+    there) before its frames could decide whether it touched: a touch that may have been.
+
+    Its last frame on the piece within ``SOFT_ZONE_MM`` of the nose, and a time since
+    ``SW_T0`` the fits have not ruled out, make it a cushion event ``certain: false``: the
+    rules leave to the referee a foul that this touch could have made legal, and never call
+    one from its absence (a ball touching a cushion at 0.046 m/s 30 mm from a corner jaw,
+    then rolling along it into the jaw, was a false foul 20).
+    """
+    w = st.soft[b]
+    n = st.fs[F_FIT_N]
+    if n < 2:
+        return nev
+    i = (n - 2) % FIT_FRAMES
+    if not st.fit_ok[i, b] or w[SW_T0] > st.fit_t[i]:
+        return nev  # the fits ruled out every time it was watched
+    g = nose_gap(st.geo, c, st.fit_xy[i, b, 0], st.fit_xy[i, b, 1])
+    if not g <= SOFT_ZONE_MM:
+        return nev
+    row = _emit(st, ev, nev, w[SW_T0], EV_CUSHION, b, c, SOURCE_TRACKER, 1, 0, 0)
+    if row >= 0:
+        nev = row + 1
+        ev[row, O_SHOT] = w[SW_SHOT]
+    return nev  # still armed: back on the piece, a decisive touch is written as one
 
 
 @njit(cache=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .geometry import G_D, G_L, G_W, cushion_gap
+from .geometry import G_CORNER_NOSE, G_L, G_MIDDLE_NOSE, G_W, cushion_gap
 
 TRACK_SIGMA_MM = 0.7  # ICD §7 tracker: position σ per frame
 (FT_SSR, FT_H, FT_IN, FT_OUT, FT_SE_H, FT_SE_IN, FT_SE_OUT, FT_PRE, FT_POST) = range(9)
@@ -32,21 +32,24 @@ N_FIT = 9
 
 @njit(cache=True)
 def nose_gap(geo: np.ndarray, cushion: int, x: float, y: float) -> float:
-    """Ball surface to cushion nose (mm), +inf where the ball is not along that piece or is
-    within a ball diameter of a pocket along it.
+    """Ball surface to cushion nose (mm), +inf where the ball is not along that piece or
+    its centre is past the nose's end at a pocket (``G_CORNER_NOSE``, ``G_MIDDLE_NOSE``).
 
-    The ICD gives no pocket openings: near a pocket's mouth the nose ends at a jaw, and a
-    ball touching the jaw is nowhere near the nose line's gap of 0.  A ball's length from
-    the corner (or from the middle pocket) is about a mouth's half-width plus a radius.
+    Near a pocket's mouth the nose ends at a jaw, and a ball touching the jaw is nowhere
+    near the nose line's gap of 0; a ball whose centre is short of the jaw touches the
+    nose itself, so its touches are watched up to there (with a whole diameter left
+    alone, a ball resting against a cushion 56 mm from a corner was never seen to
+    touch it: a false foul 20).
     """
     g = cushion_gap(geo, cushion, x, y)
     if not np.isfinite(g):
         return g
-    L, W, D = geo[G_L], geo[G_W], geo[G_D]
+    L, W = geo[G_L], geo[G_W]
+    corner = geo[G_CORNER_NOSE]
     across = cushion == 0 or cushion == 3  # the piece runs along y
     s = y if across else x
     extent = W if across else L
-    if s < D or s > extent - D or (not across and abs(x - L / 2) < D):
+    if s < corner or s > extent - corner or (not across and abs(x - L / 2) < geo[G_MIDDLE_NOSE]):
         return np.inf
     return g
 

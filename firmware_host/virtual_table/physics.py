@@ -52,8 +52,8 @@ class PhysicsConfig:
     spin_decel_rad_s2: float = 10.9  # decay of spin about the vertical
     e_ball: float = 0.93
     e_cushion: float = 0.55
-    corner_mm: float = 72.5  # opening between the jaws of a corner pocket
-    middle_mm: float = 82.5  # opening between the jaws of a middle pocket
+    corner_mm: float = DEFAULT_TABLE.corner_mm  # opening between the jaws of a corner pocket
+    middle_mm: float = DEFAULT_TABLE.middle_mm  # opening between the jaws of a middle pocket
     freeze_mps: float = 0.02  # rebound slower than this leaves the ball against the cushion
     max_events: int = 200_000  # a shot with more events is a numerical runaway
 

@@ -132,6 +132,36 @@ ITEM_20 = [
         lambda: after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 1).end(),
         "20",
     ),
+    referee(
+        "20(2)(a) a touch of another cushion at a pocket's mouth the tracker cannot settle",
+        lambda: (
+            after_break()
+            .shot()
+            .hit(0, 7)
+            .cushion(7, 4)
+            .add("cushion", ball=7, cushion=3, source="tracker", certain=False)
+            .end()
+        ),
+        "20",
+        says=("a touch of cushion 3 by ball 7 at a pocket's mouth that the tracker cannot settle",),
+    ),
+    legal(
+        "20(2)(a) twin: the same touch settled by the tracker",
+        lambda: (
+            after_break()
+            .shot()
+            .hit(0, 7)
+            .cushion(7, 4)
+            .add("cushion", ball=7, cushion=3, source="tracker")
+            .end()
+        ),
+        "20(2)(a)",
+    ),
+    foul(
+        "20(2)(a) twin: no touch at all",
+        lambda: after_break().shot().hit(0, 7).cushion(7, 4).end(),
+        "20",
+    ),
     legal(
         "20(2)(b) drives a ball to another cushion",
         lambda: after_break().shot().hit(0, 7).cushion(0, 1).hit(0, 5).cushion(5, 3).end(),
