@@ -36,8 +36,8 @@ class RulesConfig:
     referee; a later contact the tip was still on is a push (19.1).
     ``stroke_window_us``: 19.2(1) reads the stroke from both balls' travel
     this long after the collision (their momentum), see docs/rules.md.
-    ``stroke_angle_band_deg``: that reading's uncertainty (about 3° rms on
-    the virtual table): a stroke read within it of 45° may lie on either
+    ``stroke_angle_band_deg``: three times that reading's uncertainty (2.8° rms
+    on the virtual table): a stroke read within it of 45° may lie on either
     side, so 19.2(1) is left to the referee there unless 19.2(2) decides.
     """
 
@@ -49,7 +49,7 @@ class RulesConfig:
     path_tolerance_mm: float = 2.0
     follow_tolerance_mm: float = 5.0
     stroke_window_us: int = 15_000
-    stroke_angle_band_deg: float = 4.0
+    stroke_angle_band_deg: float = 8.0
     penalty_ball: bool = True
     hand_moves_after_foul: bool = True
 
