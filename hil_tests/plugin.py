@@ -30,7 +30,7 @@ from .verdicts import Comparison, compare
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent / "corpus"
 EXPECT_SUFFIX = ".expect.json"
-DEFAULT_SECONDS = 10.0
+DEFAULT_SECONDS = 30.0  # several shots of a real match; 5 minutes of a `--speed 10` virtual one
 WARM_UP_CAPTURE = DEFAULT_CORPUS / "double_hit.full.bin"  # small, and every message kind
 
 
@@ -48,6 +48,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=DEFAULT_SECONDS,
         help=f"how long each live test listens (default {DEFAULT_SECONDS:g})",
+    )
+    group.addoption(
+        "--hil-verdicts",
+        type=int,
+        metavar="N",
+        default=None,
+        help="the live match decides exactly N verdicts in the window (a virtual table's truth "
+        "says how many); default: at least 1",
     )
     group.addoption(
         "--hil-corpus",
@@ -182,6 +190,34 @@ def hil_baud(pytestconfig: pytest.Config) -> int:
     from firmware_host.transport import DEFAULT_BAUD
 
     return int(pytestconfig.getoption("--hil-baud") or DEFAULT_BAUD)
+
+
+@pytest.fixture(scope="session")
+def hil_verdicts(pytestconfig: pytest.Config) -> int | None:
+    """How many verdicts the live match must decide (None: at least one)."""
+    given = pytestconfig.getoption("--hil-verdicts")
+    return None if given is None else int(given)
+
+
+SUMMARY = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture(scope="session")
+def hil_summary(pytestconfig: pytest.Config) -> list[str]:
+    """Lines a live test wants in the run's summary (how many verdicts it compared).
+
+    A passing test's own output is hidden, and "passed" alone does not say
+    whether anything was compared; this says it under "hil" at the end.
+    """
+    return pytestconfig.stash.setdefault(SUMMARY, [])
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = config.stash.get(SUMMARY, [])
+    if lines:
+        terminalreporter.section("hil")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
