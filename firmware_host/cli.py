@@ -36,6 +36,7 @@ COMMANDS: tuple[str, ...] = (
     "replay",
     "simulate",
     "rack",
+    "hil",
 )
 
 

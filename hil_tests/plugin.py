@@ -101,7 +101,8 @@ class CaptureFile(pytest.File):
             expectation = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise self.CollectError(
-                f"{path}: expectation file missing (python -m hil_tests.make_corpus writes it)"
+                f"{path}: expectation file missing (`firmware-host hil add CAPTURE` writes a "
+                "draft to review; docs/hil.md)"
             ) from None
         except json.JSONDecodeError as exc:
             raise self.CollectError(f"{path}: not JSON: {exc}") from None
