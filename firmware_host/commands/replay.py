@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
     from rules import RulesConfig
 
-    from ..cliutil import dumps, read_binary, report_losses, require_frames
+    from ..cliutil import dumps, read_binary, report_frames, report_losses, require_frames
     from ..pipeline import Pipeline, replay
 
     data = read_binary(args.capture)
@@ -43,4 +43,5 @@ def run(args: argparse.Namespace) -> int:
     )
     for item in items:
         out.write(dumps(item) + "\n")
-    return report_losses("replay", pipe.events.take_notices(), pipe.events.losses())
+    frames = report_frames("replay", pipe.decoder.stats(), pipe.decoder.dropped_bytes)
+    return max(frames, report_losses("replay", pipe.events.take_notices(), pipe.events.losses()))
