@@ -14,7 +14,10 @@ skips them unless ``--hil-port URL`` names a table (a real one, or
 ``firmware-host simulate --pty``), as labgrid does: one suite, recordings in
 CI, the rig when given a port.
 
-Activate with ``pytest_plugins = ["hil_tests.plugin"]`` (``hil_tests/conftest.py`` does).
+Installed, it is a ``pytest11`` entry point, so its options are known
+before pytest reads the command line (``pytest --hil-port URL`` with no
+path works); ``hil_tests/conftest.py`` names it too, for a source tree run
+without installing.
 """
 
 from __future__ import annotations
@@ -42,7 +45,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="a live table (pyserial URL or device); without it the live tests skip",
     )
-    group.addoption("--hil-baud", type=int, default=None, help="baud rate of --hil-port")
+    group.addoption(
+        "--hil-baud",
+        type=int,
+        default=None,
+        help="baud rate of --hil-port (default: the ICD's 921600; ignored by USB CDC)",
+    )
     group.addoption(
         "--hil-seconds",
         type=float,

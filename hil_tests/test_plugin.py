@@ -1,6 +1,7 @@
 """The HIL plugin itself, run inside pytester: what a CI log or a lab engineer gets to read.
 
-The expectations here are taken from what the pipeline says today (and then
+The plugin comes in through its ``pytest11`` entry point (the package is
+installed, README), as it does for a lab engineer.  The expectations here are taken from what the pipeline says today (and then
 twisted), so these tests check the plugin, never the pipeline's verdicts.
 """
 
@@ -46,7 +47,6 @@ def twisted(verdicts: list[dict]) -> list[dict]:
 
 @pytest.fixture
 def corpus(pytester: pytest.Pytester) -> Path:
-    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
     out = pytester.path / "lab"
     out.mkdir()
     shutil.copy(DEFAULT_CORPUS / f"{CAPTURE}.bin", out / f"{LAB}.bin")
@@ -118,7 +118,6 @@ def test_hil_corpus_replaces_the_default_corpus(pytester: pytest.Pytester, corpu
 
 
 def test_live_tests_skip_without_a_port(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
     pytester.makepyfile(test_live=LIVE_TESTS.read_text())
     result = run(pytester, "-rs")
     result.assert_outcomes(skipped=3)
@@ -145,7 +144,6 @@ def virtual_table(*options: str) -> Iterator[str]:
 
 
 def live(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
     pytester.makepyfile(test_live=LIVE_TESTS.read_text())
     return run(pytester, *args)
 
@@ -192,3 +190,10 @@ def test_live_equals_replay_counts_the_verdicts_it_compared(
         )
     result.assert_outcomes(**{outcome: 1})
     result.stdout.fnmatch_lines([said])
+
+
+def test_hil_port_takes_its_value_with_no_path_given(pytester: pytest.Pytester) -> None:
+    # the entry point makes the option known before pytest reads the line: not a path to collect
+    pytester.makepyfile(test_live=LIVE_TESTS.read_text())
+    result = run(pytester, "--hil-port", "/dev/null", "--co", "-q")
+    result.stdout.fnmatch_lines(["3 tests collected*"])

@@ -15,6 +15,12 @@ from ..cliutil import finite_float
 MAX_FROZEN_GAP_MM = 34.0  # half a ball: farther is no longer resting against the cushion
 
 
+EXAMPLES = """\
+  firmware-host events match.bin > match.events.jsonl
+  firmware-host events match.bin | jq 'select(.type == "pocket")'
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "capture", metavar="CAPTURE", help="raw capture (.bin, ICD §8); - for stdin"

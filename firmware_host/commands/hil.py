@@ -23,6 +23,12 @@ def _sets(text: str) -> list[str]:
     return names
 
 
+EXAMPLES = """\
+  firmware-host hil add lab/break.bin --sensors full,middle,minimum
+  firmware-host hil add lab/break.bin --corpus /lab/corpus && pytest --hil-corpus /lab/corpus
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = sub.add_parser(

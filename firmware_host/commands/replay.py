@@ -14,6 +14,11 @@ import sys
 
 from ..cliutil import add_rules_arguments
 
+EXAMPLES = """\
+  firmware-host replay match.bin
+  firmware-host replay --events match.bin | jq 'select(.kind == "verdict")'
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="raw capture (.bin), or - for stdin")

@@ -49,6 +49,13 @@ TABLE_EXIT_S = 5.0  # the virtual table's time to close its pty after SIGTERM
 MAX_DURATION_S = 366 * 86_400.0
 
 
+EXAMPLES = """\
+  firmware-host run                                  # referee the built-in virtual table's match
+  firmware-host run --port /dev/ttyUSB0 --record recordings/
+  firmware-host run --port socket://rig:7000 --json | jq .verdict
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_port_arguments(parser)
     parser.add_argument("--json", action="store_true", help="verdicts and notices as JSON Lines")
@@ -76,7 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     virtual.add_argument(
         "--speed", type=SPEED, default=10.0, help="play this many times real time (default 10)"
     )
-    virtual.add_argument("--sensors", choices=("minimum", "middle", "full"), default="full")
+    virtual.add_argument(
+        "--sensors",
+        choices=("minimum", "middle", "full"),
+        default="full",
+        help="the virtual table's sensor set",
+    )
 
 
 class _Interrupted(BaseException):
