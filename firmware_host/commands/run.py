@@ -286,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
         out.flush()
 
     stop = threading.Event()
+    match_ended = threading.Event()  # the virtual table said "match over": its end, not a fault
     signals = _Signals(stop)
     table = None
     engine = warmup = None
@@ -312,17 +313,18 @@ def run(args: argparse.Namespace) -> int:
 
             from ..cliutil import dumps
             from ..daemon import Daemon
-            from ..liveview import event_text, line_text
+            from ..liveview import LiveView
 
+            view = LiveView()
             on_line = (
                 (lambda line: show(dumps(line)))
                 if args.json
-                else (lambda line: show(line_text(line)))
+                else (lambda line: show(view.line(line)))
             )
             on_event = None
             if args.events:
                 on_event = (
-                    (lambda e: show(dumps(e))) if args.json else (lambda e: show(event_text(e)))
+                    (lambda e: show(dumps(e))) if args.json else (lambda e: show(view.event(e)))
                 )
             url = args.port
             if table is not None:
@@ -335,6 +337,7 @@ def run(args: argparse.Namespace) -> int:
                     # the table says "match over" before it closes its pty (or just exits)
                     for line in lines:
                         if line.strip() == "match over":
+                            match_ended.set()
                             break
                     stop.set()
 
@@ -392,8 +395,11 @@ def run(args: argparse.Namespace) -> int:
     lost = f", {stats.record_lost} bytes not recorded" if stats.record_lost else ""
     if stats.losses:
         lost += f", timing and fusion dropped {stats.losses}"
+    from ..liveview import summary_text
+
+    ended = "end of match: " if match_ended.is_set() else ""
     sys.stderr.write(
-        f"firmware-host run: {stats.verdicts} verdicts, {stats.events} events from {stats.bytes} bytes; "
+        f"firmware-host run: {ended}{summary_text(stats.verdicts, stats.events, stats.bytes)}; "
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
         f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
     )
