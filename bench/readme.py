@@ -211,7 +211,11 @@ def rewrite(text: str, values: dict[str, Any], stamp: str) -> str:
         text, n = _block(name).subn(lambda m, r=rendered: m.group(1) + r + m.group(3), text)
         if n != 1:
             raise SystemExit(f"README.md: {n} blocks for {name}, want 1")
-    return re.sub(r"(<!-- bench/readme.py: measured -->)[^<]*", rf"\g<1>{stamp}", text)
+    return re.sub(
+        r"(<!-- bench/readme.py: measured -->)[^<]*(<!-- /bench/readme.py: measured -->)",
+        rf"\g<1>{stamp}\g<2>",
+        text,
+    )
 
 
 def _bench(name: str) -> Callable[..., dict[str, Any]]:
