@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 COLD = """
 import sys, time
@@ -53,13 +54,9 @@ def capture(minutes: float, seed: int) -> tuple[Path, Path]:
     return path, truth
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=60.0)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-
-    path, truth_path = capture(args.minutes, args.seed)
+def measure(minutes: float = 60.0, seed: int = 1) -> dict[str, Any]:
+    """Cold and warm seconds, the split, and the events scored against the ground truth."""
+    path, truth_path = capture(minutes, seed)
     data = path.read_bytes()
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
@@ -72,7 +69,7 @@ def main() -> None:
         )
         cold = float(out.stdout.split()[-1])
 
-    from firmware_host.fusion.compare import score
+    from firmware_host.fusion.compare import pair_up, score
     from firmware_host.fusion.events import Fusion
     from firmware_host.fusion.stream import ROW_TYPES, events_from_capture, events_from_rows
     from firmware_host.timing.rows import to_rows
@@ -103,19 +100,52 @@ def main() -> None:
     t_fusion = time.perf_counter() - t0
     assert len(events_from_rows(rows, tracks)) == len(events)
 
-    print(
-        f"capture: {args.minutes:g} min full sensors, {len(data) / 1e6:.1f} MB, {decoded.stats.frames} frames, "
-        f"{len(events)} events"
-    )
-    print(f"cold compile (empty numba cache, small capture): {cold:.1f} s")
-    print(
-        f"warm, capture -> events: {total:.2f} s  (decode + rows {t_decode:.2f} s, timeline {t_timeline:.2f} s, "
-        f"fusion {t_fusion:.2f} s)"
-    )
     truth = [json.loads(line) for line in truth_path.read_text().splitlines()]
-    scores, far, close, _ = score(events, [e for e in truth if "type" in e])
-    print("against the ground truth:\n" + "\n".join(f"  {s}" for s in scores))
-    print(f"  order agreement: events > 1 ms apart {far:.4%}, closer {close:.2%}")
+    truth = [e for e in truth if "type" in e]
+    scores, far, close, _ = score(events, truth)
+    found = {id(t) for t, _ in pair_up(events, truth, "cushion")}
+    missed = [e for e in truth if e.get("type") == "cushion" and id(e) not in found]
+    return {
+        "minutes": minutes,
+        "mb": len(data) / 1e6,
+        "frames": decoded.stats.frames,
+        "events": len(events),
+        "cold_s": cold,
+        "warm_s": total,
+        "decode_s": t_decode,
+        "timeline_s": t_timeline,
+        "fusion_s": t_fusion,
+        "scores": scores,
+        "order_far": far,
+        "order_close": close,
+        "missed_cushions": missed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    got = measure(args.minutes, args.seed)
+    print(
+        f"capture: {args.minutes:g} min full sensors, {got['mb']:.1f} MB, {got['frames']} frames, "
+        f"{got['events']} events"
+    )
+    print(f"cold compile (empty numba cache, small capture): {got['cold_s']:.1f} s")
+    print(
+        f"warm, capture -> events: {got['warm_s']:.2f} s  (decode + rows {got['decode_s']:.2f} s, "
+        f"timeline {got['timeline_s']:.2f} s, fusion {got['fusion_s']:.2f} s)"
+    )
+    print("against the ground truth:\n" + "\n".join(f"  {s}" for s in got["scores"]))
+    print(
+        f"  order agreement: events > 1 ms apart {got['order_far']:.4%}, "
+        f"closer {got['order_close']:.2%}"
+    )
+    speeds = sorted(e.get("speed_mps", float("nan")) for e in got["missed_cushions"])
+    print(
+        f"  cushion hits never found: {len(speeds)}, speeds (m/s) {[round(v, 3) for v in speeds]}"
+    )
 
 
 if __name__ == "__main__":

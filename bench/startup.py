@@ -207,7 +207,7 @@ def main() -> int:
 
 def _is_verdict(text: str) -> bool:
     """A verdict line of ``run``'s readable view (liveview.line_text), not a notice."""
-    return ", player " in text and "NOTICE" not in text
+    return " player " in text and "NOTICE" not in text
 
 
 def _line(what: str, run: dict[str, Any]) -> str:

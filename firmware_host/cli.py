@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from . import QUIET_SIGNALS, __version__, _exit_on_signal
+from .clihelp import HelpFormatter, add_verbose, register
 from .cliutil import UsageError
 
 COMMANDS: tuple[str, ...] = (
@@ -36,6 +37,7 @@ COMMANDS: tuple[str, ...] = (
     "replay",
     "simulate",
     "rack",
+    "hil",
 )
 
 
@@ -58,17 +60,33 @@ def _available() -> dict[str, object]:
     return modules
 
 
+DESCRIPTION = """\
+Referee a Russian billiards (pyramid) table from its sensors: read the hub
+over a serial link, judge every shot, and decode, replay or simulate captures.
+`firmware-host COMMAND --help` explains each command, with an example."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="firmware-host", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="firmware-host", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    add_verbose(parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
     for name, module in _available().items():
-        doc = (module.__doc__ or name).strip()
-        cmd = sub.add_parser(name, help=doc.splitlines()[0], description=doc)
-        module.add_arguments(cmd)
-        cmd.set_defaults(_run=module.run)
+        register(sub, name, module)
     return parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """parse_args, but an argument no one knows is the subcommand's error, naming it."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner = parser
+        while subs := [a for a in owner._actions if isinstance(a, argparse._SubParsersAction)]:
+            owner = subs[0].choices[getattr(args, subs[0].dest)]  # down to `hil add`
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 class OutputError(Exception):
@@ -132,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = ""
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = _parse(build_parser(), argv)
         except SystemExit as exc:  # --help, --version, or a bad argument (already said)
             sys.stdout.flush()
             return exc.code if isinstance(exc.code, int) else 0

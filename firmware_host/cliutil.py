@@ -157,6 +157,36 @@ def report_losses(command: str, notices: list[str], losses: dict[str, int]) -> i
     return 1
 
 
+def plural(n: int, word: str) -> str:
+    """``1 bad frame``, ``3 bad frames``: counts people read."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def report_frames(command: str, stats: Any, dropped_bytes: int = 0) -> int:
+    """The decoder's findings on stderr, as ``decode`` counts them; exit status 1 if any.
+
+    ``events`` and ``replay`` skip bad frames and go on, but a CI job calling
+    them must not go green on a damaged capture: bad frames, frames lost in
+    sequence gaps and bytes dropped without a delimiter are the input's errors
+    (EVENTS.md exit status 1).  ``stats`` is a :class:`protocol.decoder.Stats`.
+    """
+    found = []
+    if stats.bad_total:
+        found.append(f"{plural(stats.bad_total, 'bad frame')} {stats.bad}")
+    lost = sum(stats.lost.values())
+    if lost:
+        found.append(f"{plural(lost, 'frame')} lost in sequence gaps (by node {stats.lost})")
+    if dropped_bytes:
+        found.append(f"{plural(dropped_bytes, 'byte')} dropped without a frame delimiter")
+    if not found:
+        return 0
+    sys.stderr.write(
+        f"firmware-host {command}: the input held errors, skipped: {'; '.join(found)} "
+        "(firmware-host decode lists them)\n"
+    )
+    return 1
+
+
 def require_frames(path: str, frames: int, bad: int) -> None:
     """A capture with not one good frame is not a capture (``events``, ``replay``)."""
     if frames == 0:

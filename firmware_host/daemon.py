@@ -91,6 +91,7 @@ class Daemon:
         )
         self._link = CommandLink(self._transport.write, on_health=self._health)
         self._boot_id: int | None = None
+        self._hanging_up = False  # stopped, and the peer closes the port: its end, not a loss
         self._bad_seen = 0
         self._bad_now: dict[str, int] = {}
         self._bad_reported_at = 0.0
@@ -125,6 +126,7 @@ class Daemon:
                 chunks = self._chunks or self._transport.chunks
                 while not stop.is_set():
                     self._turn(chunks, recorder)
+                self._hanging_up = hang_up
                 # Nothing read is lost: judge what the port delivered before the stop.
                 for _ in range(chunks.qsize()):
                     self._take(chunks.get_nowait(), recorder)
@@ -268,7 +270,9 @@ class Daemon:
             self._hello_wanted.set()
             return
         self.connected.clear()
-        if status.state is LinkState.LOST:
+        if status.state is LinkState.LOST and self._hanging_up:
+            log.info("port %s closed by the table at the end of its match", status.url)
+        elif status.state is LinkState.LOST:
             self.stats.link_losses += 1
             log.warning("port %s lost (%s); reconnecting", status.url, status.error)
 

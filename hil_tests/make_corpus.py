@@ -1,8 +1,13 @@
 """Regenerate the HIL corpus: virtual-table captures and the verdicts each must give.
 
-    python -m hil_tests.make_corpus                  # every case into hil_tests/corpus/
-    python -m hil_tests.make_corpus --only push      # cases whose name starts with "push"
-    python -m hil_tests.make_corpus --xfail-failing  # also mark cases the pipeline gets wrong
+    python -m hil_tests.make_corpus --out /tmp/corpus     # every case into a scratch directory
+    python -m hil_tests.make_corpus --replace-shipped     # regenerate hil_tests/corpus/ itself
+    python -m hil_tests.make_corpus --out D --only push   # cases whose name starts with "push"
+    python -m hil_tests.make_corpus --out D --xfail-failing  # also mark cases the pipeline gets wrong
+
+It writes only its built-in cases (the virtual table's scenarios); a lab's
+recording is added with ``firmware-host hil add CAPTURE`` instead.  The
+shipped corpus is rewritten only when ``--replace-shipped`` says so.
 
 Deterministic: the same scenario, seed and sensor set give the same bytes.
 The expectation of a full-sensor capture is the ground truth's intended
@@ -367,12 +372,28 @@ def dump(expectation: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hil_tests.make_corpus", description=__doc__)
-    parser.add_argument("--out", type=Path, default=CORPUS, help="corpus directory")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=CORPUS,
+        help="corpus directory to write (default: the shipped hil_tests/corpus, "
+        "which needs --replace-shipped)",
+    )
+    parser.add_argument(
+        "--replace-shipped",
+        action="store_true",
+        help="allow rewriting the shipped corpus (after a change to the virtual table)",
+    )
     parser.add_argument("--only", nargs="*", default=[], help="case names starting with these")
     parser.add_argument(
         "--xfail-failing", action="store_true", help="mark cases the pipeline disagrees with"
     )
     args = parser.parse_args(argv)
+    if args.out.resolve() == CORPUS and not args.replace_shipped:
+        parser.error(
+            f"--out {args.out}: the shipped corpus; --replace-shipped regenerates it, "
+            "--out DIR writes a scratch copy"
+        )
 
     from firmware_host.virtual_table.scenarios import SCENARIOS, random_match
 

@@ -14,7 +14,10 @@ skips them unless ``--hil-port URL`` names a table (a real one, or
 ``firmware-host simulate --pty``), as labgrid does: one suite, recordings in
 CI, the rig when given a port.
 
-Activate with ``pytest_plugins = ["hil_tests.plugin"]`` (``hil_tests/conftest.py`` does).
+Installed, it is a ``pytest11`` entry point, so its options are known
+before pytest reads the command line (``pytest --hil-port URL`` with no
+path works); ``hil_tests/conftest.py`` names it too, for a source tree run
+without installing.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from .verdicts import Comparison, compare
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent / "corpus"
 EXPECT_SUFFIX = ".expect.json"
-DEFAULT_SECONDS = 10.0
+DEFAULT_SECONDS = 30.0  # several shots of a real match; 5 minutes of a `--speed 10` virtual one
 WARM_UP_CAPTURE = DEFAULT_CORPUS / "double_hit.full.bin"  # small, and every message kind
 
 
@@ -42,12 +45,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="a live table (pyserial URL or device); without it the live tests skip",
     )
-    group.addoption("--hil-baud", type=int, default=None, help="baud rate of --hil-port")
+    group.addoption(
+        "--hil-baud",
+        type=int,
+        default=None,
+        help="baud rate of --hil-port (default: the ICD's 921600; ignored by USB CDC)",
+    )
     group.addoption(
         "--hil-seconds",
         type=float,
         default=DEFAULT_SECONDS,
         help=f"how long each live test listens (default {DEFAULT_SECONDS:g})",
+    )
+    group.addoption(
+        "--hil-verdicts",
+        type=int,
+        metavar="N",
+        default=None,
+        help="the live match decides exactly N verdicts in the window (a virtual table's truth "
+        "says how many); default: at least 1",
     )
     group.addoption(
         "--hil-corpus",
@@ -93,7 +109,8 @@ class CaptureFile(pytest.File):
             expectation = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise self.CollectError(
-                f"{path}: expectation file missing (python -m hil_tests.make_corpus writes it)"
+                f"{path}: expectation file missing (`firmware-host hil add CAPTURE` writes a "
+                "draft to review; docs/hil.md)"
             ) from None
         except json.JSONDecodeError as exc:
             raise self.CollectError(f"{path}: not JSON: {exc}") from None
@@ -182,6 +199,34 @@ def hil_baud(pytestconfig: pytest.Config) -> int:
     from firmware_host.transport import DEFAULT_BAUD
 
     return int(pytestconfig.getoption("--hil-baud") or DEFAULT_BAUD)
+
+
+@pytest.fixture(scope="session")
+def hil_verdicts(pytestconfig: pytest.Config) -> int | None:
+    """How many verdicts the live match must decide (None: at least one)."""
+    given = pytestconfig.getoption("--hil-verdicts")
+    return None if given is None else int(given)
+
+
+SUMMARY = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture(scope="session")
+def hil_summary(pytestconfig: pytest.Config) -> list[str]:
+    """Lines a live test wants in the run's summary (how many verdicts it compared).
+
+    A passing test's own output is hidden, and "passed" alone does not say
+    whether anything was compared; this says it under "hil" at the end.
+    """
+    return pytestconfig.stash.setdefault(SUMMARY, [])
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = config.stash.get(SUMMARY, [])
+    if lines:
+        terminalreporter.section("hil")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,9 @@
 """The live rig: run only with ``--hil-port URL`` (a table, or ``firmware-host simulate --pty``).
 
 Without a port every test here skips (the ``hil_port`` fixture), so CI runs
-the corpus alone.  Each test listens ``--hil-seconds`` (default 10).
+the corpus alone.  Each test listens ``--hil-seconds`` (default 30).  The
+live-equals-replay test must compare at least one verdict (``--hil-verdicts
+N``: exactly N), because two empty lists are equal and prove nothing.
 """
 
 from __future__ import annotations
@@ -70,7 +72,12 @@ def test_frames_decode_with_no_bad_frames(hil_port: str, hil_baud: int, hil_seco
 
 
 def test_live_verdicts_equal_a_replay_of_the_recording(
-    hil_port: str, hil_baud: int, hil_seconds: float, tmp_path: Path
+    hil_port: str,
+    hil_baud: int,
+    hil_seconds: float,
+    hil_verdicts: int | None,
+    hil_summary: list[str],
+    tmp_path: Path,
 ) -> None:
     lines: list[dict] = []
     stop = threading.Event()
@@ -87,3 +94,12 @@ def test_live_verdicts_equal_a_replay_of_the_recording(
     live = [decided(line) for line in final_verdicts(lines)]
     comparison = compare(live, replay(recorded).lines)
     assert comparison.ok, f"live (expected) vs replay (got):\n{comparison.table()}"
+    compared = len(comparison.rows)
+    wanted = "at least 1" if hil_verdicts is None else str(hil_verdicts)
+    enough = compared >= 1 if hil_verdicts is None else compared == hil_verdicts
+    assert enough, (
+        f"{compared} verdicts were compared in {hil_seconds:g} s, {wanted} wanted: "
+        "the table played no (or not every) shot in the window; give a longer --hil-seconds "
+        "or a faster virtual table (docs/hil.md)"
+    )
+    hil_summary.append(f"live equals replay: {compared} verdicts compared in {hil_seconds:g} s")

@@ -1,11 +1,15 @@
 """The HIL plugin itself, run inside pytester: what a CI log or a lab engineer gets to read.
 
-The expectations here are taken from what the pipeline says today (and then
+The plugin comes in through its ``pytest11`` entry point (the package is
+installed, README), as it does for a lab engineer.  The expectations here are taken from what the pipeline says today (and then
 twisted), so these tests check the plugin, never the pipeline's verdicts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -43,7 +47,6 @@ def twisted(verdicts: list[dict]) -> list[dict]:
 
 @pytest.fixture
 def corpus(pytester: pytest.Pytester) -> Path:
-    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
     out = pytester.path / "lab"
     out.mkdir()
     shutil.copy(DEFAULT_CORPUS / f"{CAPTURE}.bin", out / f"{LAB}.bin")
@@ -115,19 +118,18 @@ def test_hil_corpus_replaces_the_default_corpus(pytester: pytest.Pytester, corpu
 
 
 def test_live_tests_skip_without_a_port(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
     pytester.makepyfile(test_live=LIVE_TESTS.read_text())
     result = run(pytester, "-rs")
     result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines(["*needs a live table: --hil-port URL*"])
 
 
-@pytest.fixture
-def virtual_table_port() -> Iterator[str]:
+@contextlib.contextmanager
+def virtual_table(*options: str) -> Iterator[str]:
     """``firmware-host simulate --pty`` in its own process; the device path is its first line."""
     sim = subprocess.Popen(
         [sys.executable, "-m", "firmware_host", "simulate", "--pty", "--scenario", "double_hit"]
-        + ["--speed", "10", "--loop"],
+        + list(options),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -141,10 +143,57 @@ def virtual_table_port() -> Iterator[str]:
         sim.wait(SIM_START_S)
 
 
-def test_live_tests_pass_on_a_virtual_table(
-    pytester: pytest.Pytester, virtual_table_port: str
-) -> None:
-    pytester.makeconftest('pytest_plugins = ["hil_tests.plugin"]')
+def live(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_live=LIVE_TESTS.read_text())
-    result = run(pytester, f"--hil-port={virtual_table_port}", "--hil-seconds=3")
+    return run(pytester, *args)
+
+
+def test_live_tests_pass_on_a_looping_virtual_table_and_say_how_many_verdicts(
+    pytester: pytest.Pytester,
+) -> None:
+    # double_hit lasts 10.4 s, so 1.04 s a loop at --speed 10: a 3 s window holds a shot
+    with virtual_table("--speed", "10", "--loop") as port:
+        result = live(pytester, f"--hil-port={port}", "--hil-seconds=3")
     result.assert_outcomes(passed=3)
+    counts = re.findall(r"live equals replay: (\d+) verdicts compared in 3 s", result.stdout.str())
+    assert counts and int(counts[0]) >= 1, result.stdout.str()
+
+
+def truth_count(scenario: str = "double_hit") -> int:
+    """How many verdicts the virtual table's match decides: its full-set truth (the corpus)."""
+    expectation = json.loads((DEFAULT_CORPUS / f"{scenario}.full.expect.json").read_text())
+    return len(expectation["verdicts"])
+
+
+@pytest.mark.parametrize(
+    ("speed", "seconds", "wanted", "outcome", "said"),
+    [
+        # the whole match once (booted by the daemon's first frame, 1.04 s): the truth's count
+        ("10", "4", [f"--hil-verdicts={truth_count()}"], "passed",
+         f"*live equals replay: {truth_count()} verdicts compared in 4 s*"),
+        # the stroke is 3 s into the match, 60 s at this speed: frames, but no shot in 3 s
+        ("0.05", "3", [], "failed", "*0 verdicts were compared in 3 s, at least 1 wanted*"),
+    ],
+    ids=["whole-match", "no-shot"],
+)  # fmt: skip
+def test_live_equals_replay_counts_the_verdicts_it_compared(
+    pytester: pytest.Pytester, speed: str, seconds: str, wanted: list, outcome: str, said: str
+) -> None:
+    with virtual_table("--speed", speed, "--wait-host") as port:
+        result = live(
+            pytester,
+            f"--hil-port={port}",
+            f"--hil-seconds={seconds}",
+            *wanted,
+            "-k",
+            "live_verdicts",
+        )
+    result.assert_outcomes(**{outcome: 1})
+    result.stdout.fnmatch_lines([said])
+
+
+def test_hil_port_takes_its_value_with_no_path_given(pytester: pytest.Pytester) -> None:
+    # the entry point makes the option known before pytest reads the line: not a path to collect
+    pytester.makepyfile(test_live=LIVE_TESTS.read_text())
+    result = run(pytester, "--hil-port", "/dev/null", "--co", "-q")
+    result.stdout.fnmatch_lines(["3 tests collected*"])

@@ -150,6 +150,32 @@ def test_replay_says_what_events_says(files: dict[str, Path]) -> None:
         assert a.stderr.split(b":", 1)[1] == b.stderr.split(b":", 1)[1]
 
 
+def damaged(capture: Path) -> Path:
+    """The capture with one byte in its middle changed (never to or from a delimiter)."""
+    data = bytearray(capture.read_bytes())
+    i = len(data) // 2
+    while data[i] in (0, 1):
+        i += 1
+    data[i] ^= 0x01
+    out = capture.with_name("damaged.bin")
+    out.write_bytes(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize("command", ["events", "replay"])
+@pytest.mark.parametrize(("damage", "status"), [(False, 0), (True, 1)], ids=["clean", "damaged"])
+def test_events_and_replay_exit_1_and_count_the_bad_frames_they_skipped(
+    files: dict[str, Path], command: str, damage: bool, status: int
+) -> None:
+    capture = damaged(files["capture.bin"]) if damage else files["capture.bin"]
+    done = fh(command, str(capture))
+    if not damage:
+        quiet(done)
+        return
+    one_line(done, status, "the input held errors, skipped: 1 bad frame {")
+    assert done.stderr.decode().startswith(f"firmware-host {command}: ")
+
+
 # -- judge: well-formed JSON of the wrong shape ----------------------------------------
 
 BOOT = {"t_us": 1, "type": "boot", "nodes": ["hub", "rails", "pockets", "cue", "tracker"]}

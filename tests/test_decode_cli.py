@@ -75,7 +75,7 @@ def test_decode_random_bytes_finishes_with_status_1_and_a_summary(tmp_path):
     [
         (["decode", "/no/such/capture.bin"], "/no/such/capture.bin"),
         (["decode", "--type", "NOPE", "-"], "NOPE"),
-        (["decode"], "capture"),
+        (["decode"], "CAPTURE"),
     ],
 )
 def test_bad_arguments_get_one_line_naming_them_and_status_2(args, names):

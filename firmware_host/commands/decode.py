@@ -19,6 +19,12 @@ from ..cliutil import dumps
 CHUNK = 1 << 20
 
 
+EXAMPLES = """\
+  firmware-host decode match.bin | less
+  firmware-host decode --json --type CUSHION_HIT match.bin | jq .fields
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="raw capture file (.bin), or - for stdin")
     parser.add_argument("--json", action="store_true", help="JSON Lines (EVENTS.md)")

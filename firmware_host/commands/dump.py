@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+EXAMPLES = """\
+  firmware-host dump
+  firmware-host dump --json | jq '.messages[].name'
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable catalogue")

@@ -15,6 +15,12 @@ from ..cliutil import finite_float
 MAX_FROZEN_GAP_MM = 34.0  # half a ball: farther is no longer resting against the cushion
 
 
+EXAMPLES = """\
+  firmware-host events match.bin > match.events.jsonl
+  firmware-host events match.bin | jq 'select(.type == "pocket")'
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "capture", metavar="CAPTURE", help="raw capture (.bin, ICD §8); - for stdin"
@@ -32,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
 
-    from ..cliutil import dumps, read_binary, report_losses, require_frames
+    from ..cliutil import dumps, read_binary, report_frames, report_losses, require_frames
     from ..fusion.events import FusionParams
     from ..fusion.stream import ROW_TYPES, EventStream, events_from_rows
     from ..timing.rows import to_rows
@@ -44,4 +50,5 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     for event in events_from_rows(rows, tracks, stream):
         out.write(dumps(event, separators=(", ", ": ")) + "\n")
-    return report_losses("events", stream.take_notices(), stream.losses())
+    frames = report_frames("events", decoded.stats)
+    return max(frames, report_losses("events", stream.take_notices(), stream.losses()))

@@ -15,6 +15,11 @@ import argparse
 
 from ..cliutil import add_rules_arguments
 
+EXAMPLES = """\
+  firmware-host events match.bin | firmware-host judge -
+  firmware-host judge --discipline combined match.events.jsonl
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("events", metavar="EVENTS", help="ordered events, JSON Lines; - for stdin")

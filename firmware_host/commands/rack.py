@@ -15,6 +15,12 @@ from ..cliutil import finite_float
 MAX_SIZE_MM = 100_000.0
 
 
+EXAMPLES = """\
+  firmware-host rack 15
+  firmware-host rack 10 --json --length 2540 --width 1270
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from protocol.geometry import DEFAULT_TABLE
     from rules.rack import MAX_BALLS

@@ -14,6 +14,11 @@ import sys
 
 from ..cliutil import add_rules_arguments
 
+EXAMPLES = """\
+  firmware-host replay match.bin
+  firmware-host replay --events match.bin | jq 'select(.kind == "verdict")'
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="raw capture (.bin), or - for stdin")
@@ -25,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
     from rules import RulesConfig
 
-    from ..cliutil import dumps, read_binary, report_losses, require_frames
+    from ..cliutil import dumps, read_binary, report_frames, report_losses, require_frames
     from ..pipeline import Pipeline, replay
 
     data = read_binary(args.capture)
@@ -43,4 +48,5 @@ def run(args: argparse.Namespace) -> int:
     )
     for item in items:
         out.write(dumps(item) + "\n")
-    return report_losses("replay", pipe.events.take_notices(), pipe.events.losses())
+    frames = report_frames("replay", pipe.decoder.stats(), pipe.decoder.dropped_bytes)
+    return max(frames, report_losses("replay", pipe.events.take_notices(), pipe.events.losses()))

@@ -49,6 +49,13 @@ TABLE_EXIT_S = 5.0  # the virtual table's time to close its pty after SIGTERM
 MAX_DURATION_S = 366 * 86_400.0
 
 
+EXAMPLES = """\
+  firmware-host run                                  # referee the built-in virtual table's match
+  firmware-host run --port /dev/ttyUSB0 --record recordings/
+  firmware-host run --port socket://rig:7000 --json | jq .verdict
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_port_arguments(parser)
     parser.add_argument("--json", action="store_true", help="verdicts and notices as JSON Lines")
@@ -76,7 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     virtual.add_argument(
         "--speed", type=SPEED, default=10.0, help="play this many times real time (default 10)"
     )
-    virtual.add_argument("--sensors", choices=("minimum", "middle", "full"), default="full")
+    virtual.add_argument(
+        "--sensors",
+        choices=("minimum", "middle", "full"),
+        default="full",
+        help="the virtual table's sensor set",
+    )
 
 
 class _Interrupted(BaseException):
@@ -274,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
         out.flush()
 
     stop = threading.Event()
+    match_ended = threading.Event()  # the virtual table said "match over": its end, not a fault
     signals = _Signals(stop)
     table = None
     engine = warmup = None
@@ -300,17 +313,18 @@ def run(args: argparse.Namespace) -> int:
 
             from ..cliutil import dumps
             from ..daemon import Daemon
-            from ..liveview import event_text, line_text
+            from ..liveview import LiveView
 
+            view = LiveView()
             on_line = (
                 (lambda line: show(dumps(line)))
                 if args.json
-                else (lambda line: show(line_text(line)))
+                else (lambda line: show(view.line(line)))
             )
             on_event = None
             if args.events:
                 on_event = (
-                    (lambda e: show(dumps(e))) if args.json else (lambda e: show(event_text(e)))
+                    (lambda e: show(dumps(e))) if args.json else (lambda e: show(view.event(e)))
                 )
             url = args.port
             if table is not None:
@@ -323,6 +337,7 @@ def run(args: argparse.Namespace) -> int:
                     # the table says "match over" before it closes its pty (or just exits)
                     for line in lines:
                         if line.strip() == "match over":
+                            match_ended.set()
                             break
                     stop.set()
 
@@ -380,8 +395,11 @@ def run(args: argparse.Namespace) -> int:
     lost = f", {stats.record_lost} bytes not recorded" if stats.record_lost else ""
     if stats.losses:
         lost += f", timing and fusion dropped {stats.losses}"
+    from ..liveview import summary_text
+
+    ended = "end of match: " if match_ended.is_set() else ""
     sys.stderr.write(
-        f"firmware-host run: {stats.verdicts} verdicts, {stats.events} events from {stats.bytes} bytes; "
+        f"firmware-host run: {ended}{summary_text(stats.verdicts, stats.events, stats.bytes)}; "
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
         f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
     )

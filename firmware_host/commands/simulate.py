@@ -30,6 +30,12 @@ MINUTES = finite_float(0, MAX_MINUTES, lo_open=True)
 SPEED = finite_float(MIN_SPEED, MAX_SPEED)
 
 
+EXAMPLES = """\
+  firmware-host simulate --capture push.bin --scenario push --truth push.truth.jsonl
+  firmware-host simulate --pty --speed 10 --loop     # a table for `run --port` or the HIL tests
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--pty", action="store_true", help="play on a pseudo-terminal, print its path")
@@ -54,7 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     table.add_argument(
         "--sensors", choices=SENSOR_SETS, default="full", help="sensor set (default full)"
     )
-    table.add_argument("--tracker-hz", type=float, choices=(120.0, 240.0), default=120.0)
+    table.add_argument(
+        "--tracker-hz",
+        type=float,
+        choices=(120.0, 240.0),
+        default=120.0,
+        help="the tracker's frame rate",
+    )
     table.add_argument(
         "--near-wrap", action="store_true", help="start every clock just below 2**32"
     )
@@ -62,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--faults",
         metavar="SPEC",
         default="",
-        help="e.g. garbage@30,drop@45,offline:4@60-75,reboot@120,stall@200-203,noack@0-600,random",
+        help="faults at match seconds, e.g. garbage@30,drop@45,offline:4@60-75,reboot@120,"
+        "stall@200-203,noack@0-600,random (default: none)",
     )
     live = parser.add_argument_group("--pty")
     live.add_argument(
