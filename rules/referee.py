@@ -26,9 +26,11 @@ from .rack import MAX_BALLS, RackCheck, check_rack
 from .shot import (
     Event,
     Finding,
+    Outcome,
     Shot,
     ball_name,
     early_fouls,
+    moved_near,
     positions_of,
     result_findings,
     stroke_findings,
@@ -278,8 +280,9 @@ class Referee:
         self.shot = None
         stroke = stroke_findings(shot, self.sensors, self.config)
         result = result_findings(shot, self.sensors, self.config)
-        fouls = shot.fouls + stroke.fouls + result.fouls
-        still_open = shot.open + stroke.open + result.open
+        moved = _moved_findings(shot, self.config)
+        fouls = shot.fouls + moved.fouls + stroke.fouls + result.fouls
+        still_open = shot.open + moved.open + stroke.open + result.open
         line = _shot_line(shot, shot.t_us)
         if fouls:
             line |= _lines("foul", fouls)
@@ -329,7 +332,7 @@ class Referee:
     def _on_ball_moved(self, ev: Event) -> list[Line]:
         reason = f"{ball_name(ev.get('ball'))} was touched and moved"
         if self.shot is not None:
-            self.shot.fouls.append(Finding("17", reason, (ev["t_us"],)))
+            self.shot.moved.append(ev)  # judged at the shot's end, against the balls' paths
             return []
         st = self.state
         if st.break_pending or st.awaiting_choice or st.hand_moves_ok:
@@ -543,3 +546,26 @@ def _notice(ev: Event, rule: str, reason: str) -> Line:
         "rules": [rule] if rule else [],
         "reason": reason,
     }
+
+
+def _moved_findings(shot: Shot, config: RulesConfig) -> Outcome:
+    """17 for each ball the fusion saw move with no contact in the shot -- unless another
+    ball's path came within touching distance of it: then a contact no sensor reported
+    may have moved it, and the referee decides."""
+    out = Outcome()
+    for ev in shot.moved:
+        said = f"{ball_name(ev.get('ball'))} was touched and moved"
+        near = moved_near(shot, config, ev)
+        if near is None:
+            out.fouls.append(Finding("17", said, (ev["t_us"],)))
+        else:
+            other, gap = near
+            out.open.append(
+                Finding(
+                    "17",
+                    f"{said}, with no contact reported, but {ball_name(other)} came within "
+                    f"{gap:.0f} mm of it",
+                    (ev["t_us"],),
+                )
+            )
+    return out

@@ -36,6 +36,9 @@ class Finding:
         return f"{self.reason}: {self.rule}"
 
 
+MOVED_SLACK_US = 50_000  # a moving ball is first seen moving up to this long after its contact
+
+
 @dataclass
 class Shot:
     """What the referee collected about one shot while it ran."""
@@ -54,6 +57,7 @@ class Shot:
     table: Table = DEFAULT_TABLE
     announced: set[str] = field(default_factory=set)  # rules announced early
     cut_short: bool = False  # a new tip contact came before every ball stopped (14.2)
+    moved: list[Event] = field(default_factory=list)  # ball_moved in the shot: 17, at its end
 
     @property
     def ball_mm(self) -> float:
@@ -350,6 +354,41 @@ def closest_pass(shot: Shot, config: RulesConfig) -> tuple[int, int, float] | No
             if gap < reach and (best is None or gap < best[2]):
                 best = (ball, t, max(0.0, gap))
     return best
+
+
+def moved_near(shot: Shot, config: RulesConfig, ev: Event) -> tuple[int, float] | None:
+    """A ball the fusion says moved with no contact (17): the other ball whose path passed
+    within touching distance of it (2 x ``path_tolerance_mm``) on a stretch run within
+    ``MOVED_SLACK_US`` of when it was seen to start, and how close -- a contact no sensor
+    reported (a click merged with another, seed 331) moves a ball as surely as a hand.
+    The distance is taken to the path's segments, not to timed points: a path is drawn
+    within its tolerance in space, but a ball slowed by collisions along one straight
+    stretch is not where even timing would put it.  None if no ball came near."""
+    ball, t = ev.get("ball"), int(ev["t_us"])
+    pos = shot.positions()
+    if ball is None or ball not in pos:
+        return None
+    here = pos[ball]
+    best: tuple[int, float] | None = None
+    for other, rest in pos.items():
+        if other == ball:
+            continue
+        points = [(shot.t0, *rest)] + [p for p in shot.path(other) if p[0] > shot.t0]
+        for (ta, xa, ya), (tb, xb, yb) in pairwise(points):
+            if tb < t - MOVED_SLACK_US or ta > t + MOVED_SLACK_US:
+                continue
+            gap = _to_segment(here, (xa, ya), (xb, yb)) - shot.ball_mm
+            if gap < 2 * config.path_tolerance_mm and (best is None or gap < best[1]):
+                best = (other, max(0.0, gap))
+    return best
+
+
+def _to_segment(p: Point, a: Point, b: Point) -> float:
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length2 = dx * dx + dy * dy
+    f = 0.0 if length2 == 0.0 else ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / length2
+    f = min(1.0, max(0.0, f))
+    return math.dist(p, (a[0] + f * dx, a[1] + f * dy))
 
 
 def _position_at(path: list[Path], rest: Point, t_start: int, t: int) -> Point:

@@ -95,6 +95,19 @@ def touched_in_shot() -> Match:
     return after_break().shot().hit(0, 7).moved(9).pot(7, 1).end()
 
 
+def moved_beside(pass_mm: float) -> Build:
+    """Ball 9 seen moving with no contact while ball 7, struck on by the cue ball, runs
+    past it ``pass_mm`` off (surface to surface) on one straight stretch of its path."""
+
+    def build() -> Match:
+        balls = {0: (1000.0, 500.0), 7: (1200.0, 500.0), 9: (1600.0, 500.0 + D + pass_mm)}
+        m = after_break().shot(balls=balls).hit(0, 7).moved(9, dt=400_000).pot(7, 1)
+        path7 = [(m.since_stroke(10_000), 1200.0, 500.0), (m.since_stroke(800_000), 2000.0, 500.0)]
+        return m.end(paths={7: path7})
+
+    return build
+
+
 def break_pot() -> Match:
     return Match().shot().hit(0, 1).pot(4, 2).end()
 
@@ -943,6 +956,17 @@ STROKE = [
     foul(
         "17: a ball touched during the shot",
         touched_in_shot,
+        "17",
+    ),
+    referee(
+        "17: a ball moved with no contact, but another ball's path passed touching it",
+        moved_beside(1.0),
+        "17",
+        says=("with no contact reported, but ball 7 came within 1 mm of it",),
+    ),
+    foul(
+        "17 twin: the other ball passed 20 mm off",
+        moved_beside(20.0),
         "17",
     ),
     foul(
