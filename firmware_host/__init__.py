@@ -3,6 +3,7 @@
 import os as _os
 import signal as _signal
 import sys as _sys
+import threading as _threading
 
 from . import numba_cache as _numba_cache
 
@@ -11,8 +12,35 @@ __version__ = "0.1.0"
 QUIET_SIGNALS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 
 
+RESIGNAL_S = 0.05
+
+
+class SignalUnwind(BaseException):
+    """Raised by a signal handler that has already recorded the signal, to unwind a read."""
+
+
+class _SignalExit(SystemExit):
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+
 def _exit_on_signal(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+    raise _SignalExit(signum)
+
+
+def _unraisable(hook: object) -> None:
+    """A signal's exception raised inside a C callback (numba's LLVM object cache, while a
+    kernel loads or compiles) cannot propagate and would be printed as a traceback.  The
+    exit is sent again a moment later, when Python code outside the callback runs; a
+    handler that recorded its signal (``SignalUnwind``) needs nothing more."""
+    exc = getattr(hook, "exc_value", None)
+    if isinstance(exc, _SignalExit):
+        again = _threading.Timer(RESIGNAL_S, _os.kill, (_os.getpid(), exc.signum))
+        again.daemon = True
+        again.start()
+    elif not isinstance(exc, SignalUnwind):
+        _sys.__unraisablehook__(hook)  # type: ignore[arg-type]
 
 
 def _launched_as_cli() -> bool:
@@ -28,6 +56,7 @@ if _launched_as_cli():
     # main() and `run` take over with handlers of their own).
     for _sig in QUIET_SIGNALS:
         _signal.signal(_sig, _exit_on_signal)
+    _sys.unraisablehook = _unraisable
 
 # Before any module with a cached numba kernel is imported (they all import lazily).
 _numba_cache.ensure()

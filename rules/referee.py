@@ -30,6 +30,7 @@ from .shot import (
     Shot,
     ball_name,
     early_fouls,
+    heard_with,
     moved_near,
     positions_of,
     result_findings,
@@ -556,7 +557,20 @@ def _moved_findings(shot: Shot, config: RulesConfig) -> Outcome:
     for ev in shot.moved:
         said = f"{ball_name(ev.get('ball'))} was touched and moved"
         near = moved_near(shot, config, ev)
-        if near is None:
+        heard = heard_with(shot, ev)
+        if heard is not None:
+            a, b = heard["balls"]
+            dt = abs(int(heard["t_us"]) - int(ev["t_us"])) / 1000
+            out.open.append(
+                Finding(
+                    "17",
+                    f"{said}, with no contact reported, but a contact of {ball_name(a)} and "
+                    f"{ball_name(b)} was heard {dt:.1f} ms from its start: the sensors may "
+                    "have given its collision to another pair",
+                    (ev["t_us"], heard["t_us"]),
+                )
+            )
+        elif near is None:
             out.fouls.append(Finding("17", said, (ev["t_us"],)))
         else:
             other, gap = near

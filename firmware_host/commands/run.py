@@ -33,6 +33,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from .. import SignalUnwind
 from ..cliutil import (
     UsageError,
     add_port_arguments,
@@ -91,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class _Interrupted(BaseException):
+class _Interrupted(SignalUnwind):
     """A signal while starting up (a blocking read, an import): unwind to the cleanup."""
 
 

@@ -108,6 +108,25 @@ def moved_beside(pass_mm: float) -> Build:
     return build
 
 
+def to_cushion_3(off_mm: float) -> Build:
+    """Ball 7, hit by the cue ball, touches cushion 4 (reported), then its path runs to
+    ``off_mm`` (surface to nose) from cushion 3 with no sensor reporting a touch there."""
+
+    def build() -> Match:
+        balls = {0: (2800.0, 800.0), 7: (3000.0, 900.0)}
+        m = after_break().shot(balls=balls).hit(0, 7).cushion(7, 4)
+        nose = L - D / 2 - off_mm
+        path7 = [
+            (m.since_stroke(10_000), 3000.0, 900.0),
+            (m.since_stroke(300_000), 3200.0, W - D / 2),
+            (m.since_stroke(600_000), nose, 1200.0),
+            (m.since_stroke(900_000), 3300.0, 1100.0),
+        ]
+        return m.end(paths={7: path7})
+
+    return build
+
+
 def break_pot() -> Match:
     return Match().shot().hit(0, 1).pot(4, 2).end()
 
@@ -173,6 +192,17 @@ ITEM_20 = [
     foul(
         "20(2)(a) twin: no touch at all",
         lambda: after_break().shot().hit(0, 7).cushion(7, 4).end(),
+        "20",
+    ),
+    referee(
+        "20(2)(a) the path reaches another cushion and no sensor reported a touch",
+        to_cushion_3(off_mm=1.0),
+        "20",
+        says=("ball 7 hit cushion 3", "the tracker's paths allow it", "20(2)(a) would then hold"),
+    ),
+    foul(
+        "20(2)(a) twin: the path stops 10 mm short of the other cushion",
+        to_cushion_3(off_mm=10.0),
         "20",
     ),
     legal(
@@ -967,6 +997,17 @@ STROKE = [
     foul(
         "17 twin: the other ball passed 20 mm off",
         moved_beside(20.0),
+        "17",
+    ),
+    referee(
+        "17: a ball moved with no contact, 0.2 ms from a contact of two other balls",
+        lambda: after_break().shot().hit(0, 7).hit(7, 12).moved(9, dt=200).pot(7, 1).end(),
+        "17",
+        says=("a contact of ball 7 and ball 12 was heard 0.2 ms from its start",),
+    ),
+    foul(
+        "17 twin: the contact of the other balls came 10 ms earlier",
+        lambda: after_break().shot().hit(0, 7).hit(7, 12).moved(9).pot(7, 1).end(),
         "17",
     ),
     foul(
