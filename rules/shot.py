@@ -390,13 +390,17 @@ def unreported(shot: Shot, config: RulesConfig, after_us: int) -> list[Event]:
                 out.append({"type": "cushion", "t_us": t, "ball": ball, "cushion": c})
     centre = shot.table.centre_line_x
     for ball, path in paths.items():
+        crossings = []
+        x_then = _position_at(path, pos[ball], shot.t0, after_us)[0]
+        if abs(x_then - centre) < reach and any(t > after_us for t, _, _ in path):
+            crossings.append(after_us + 1)  # on the line at the contact, and it moves on
         for (ta, xa, _), (tb, xb, _) in pairwise([(shot.t0, *pos[ball]), *path]):
-            over = (xa - centre) * (xb - centre) <= 0.0
-            if tb <= after_us or not (over or abs(xb - centre) < reach):
-                continue
-            f = (centre - xa) / (xb - xa) if over and xb != xa else 1.0
-            t = max(after_us + 1, round(ta + f * (tb - ta)))
-            if not known("line_cross", ball, t, MOVED_SLACK_US):
+            if (xa - centre) * (xb - centre) < 0.0:
+                crossings.append(round(ta + (centre - xa) / (xb - xa) * (tb - ta)))
+            elif abs(xb - centre) < reach:
+                crossings.append(tb)
+        for t in crossings:
+            if t > after_us and not known("line_cross", ball, t, MOVED_SLACK_US):
                 out.append({"type": "line_cross", "t_us": t, "ball": ball, "line": "centre"})
     times = sorted({t for path in paths.values() for t, _, _ in path if t > after_us})
     before = {b: pos[b] for b in pos}

@@ -555,3 +555,27 @@ def test_a_signal_at_any_moment_ends_run_and_its_virtual_table(
     time.sleep(0.1)
     survivors = [pid for pid in children if Path(f"/proc/{pid}").exists()]
     assert not survivors, f"children of run still alive: {survivors}"
+
+
+def test_a_signal_inside_a_c_callback_exits_with_its_status_and_no_traceback() -> None:
+    """numba's LLVM object cache calls back into Python through ctypes, where a handler's
+    exception cannot propagate and would be printed as "Exception ignored"."""
+    script = (
+        "import ctypes, os, signal, sys, time\n"
+        "import firmware_host as fh\n"
+        "signal.signal(signal.SIGTERM, fh._exit_on_signal)\n"
+        "sys.unraisablehook = fh._unraisable\n"
+        "@ctypes.CFUNCTYPE(None)\n"
+        "def callback():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(0.01)\n"
+        "ctypes.CFUNCTYPE(None)(ctypes.cast(callback, ctypes.c_void_p).value)()\n"
+        "time.sleep(5)\n"
+        "print('survived')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=60, cwd=ROOT, check=False
+    )
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert b"survived" not in done.stdout
+    assert done.stderr == b"", done.stderr
