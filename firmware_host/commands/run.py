@@ -41,6 +41,7 @@ from ..cliutil import (
     check_port,
     finite_float,
     record_dir,
+    rules_config,
 )
 from .simulate import MINUTES, SEED, SPEED
 
@@ -300,11 +301,9 @@ def run(args: argparse.Namespace) -> int:
                 check_port(args.port)
             record = record_dir(args.record) if args.record else None
 
-            from rules import RulesConfig
-
             from ..warmup import is_warm
 
-            rules = RulesConfig(discipline=args.discipline)
+            rules = rules_config(args)
             cold = not is_warm()
             # Every child first, so they start while this process imports.
             if cold:
