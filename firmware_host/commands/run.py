@@ -55,10 +55,23 @@ EXAMPLES = """\
   firmware-host run                                  # referee the built-in virtual table's match
   firmware-host run --port /dev/ttyUSB0 --record recordings/
   firmware-host run --port socket://rig:7000 --json | jq .verdict
+  firmware-host run --config /etc/firmware-host.toml --near-gap 12
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read the settings below from this TOML file (docs/config.md; "
+        "firmware-host config example writes one); an option given here overrides it",
+    )
+    add_settings(parser)
+
+
+def add_settings(parser: argparse.ArgumentParser) -> None:
+    """Every option of run but --config: also what ``config check`` accepts as overrides."""
+    parser.set_defaults(table_id=None)  # [table] id: the file's only, nothing uses it yet
     add_port_arguments(parser)
     parser.add_argument("--json", action="store_true", help="verdicts and notices as JSON Lines")
     parser.add_argument("--events", action="store_true", help="also show every ordered event")
