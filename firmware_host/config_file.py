@@ -195,8 +195,8 @@ def _check_option(action: argparse.Action, value: Any) -> Any:
     try:
         return action.type(text)  # type: ignore[misc,operator]
     except argparse.ArgumentTypeError as exc:  # "-1.0: must be >= 0": the value is named already
-        message = str(exc)
-        raise argparse.ArgumentTypeError(message.removeprefix(f"{text}: ")) from None
+        message = str(exc).removeprefix(f"{text}: ").removeprefix(f"{text!r}: ")
+        raise argparse.ArgumentTypeError(message) from None
 
 
 def settings(
