@@ -334,12 +334,13 @@ def record_dir(path: str) -> Path:
 # The option's dest is the RulesConfig field, which is also the config file's key (docs/config.md).
 MAX_GAP_MM = 1000.0  # wider than any ball gap or tolerance a table could mean
 MAX_WINDOW_US = 1_000_000
+MAX_FROZEN_GAP_MM = 34.0  # half a ball: farther is no longer resting against the cushion
 RULES_THRESHOLDS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--near-gap", "near_gap_mm", finite_float(0, MAX_GAP_MM),
      "balls closer than this (mm) are a 19.2 case, a triple contact hard to avoid"),
     ("--near-contact", "near_contact_us", int_in(0, MAX_WINDOW_US),
      "without positions: a first contact this soon (us) after the stroke may be a 19.2 case"),
-    ("--frozen-gap", "frozen_gap_mm", finite_float(0, MAX_GAP_MM),
+    ("--frozen-gap", "frozen_gap_mm", finite_float(0, MAX_FROZEN_GAP_MM),
      "a ball this close (mm) to a cushion nose rests against it (item 20)"),
     ("--rack-tolerance", "rack_tolerance_mm", finite_float(0, MAX_GAP_MM),
      "a ball this far (mm) from its rack place is misplaced (item 8)"),

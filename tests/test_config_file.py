@@ -31,7 +31,7 @@ KEYS = [
     ("rules", "discipline", '"combined"', 'rules.discipline = "combined"', '"snooker"', 'must be one of "free", "combined"'),
     ("rules", "near_gap_mm", "3", "rules.near_gap_mm = 3.0", "-1", "must be >= 0 and <= 1000"),
     ("rules", "near_contact_us", "2000", "rules.near_contact_us = 2000", "1.5", "'1.5' is not an integer"),
-    ("rules", "frozen_gap_mm", "2.5", "rules.frozen_gap_mm = 2.5", "nan", "must be a finite number"),
+    ("rules", "frozen_gap_mm", "2.5", "rules.frozen_gap_mm = 2.5", "nan", "must be a finite number >= 0 and <= 34"),
     ("rules", "rack_tolerance_mm", "20", "rules.rack_tolerance_mm = 20.0", "1001", "must be >= 0 and <= 1000"),
     ("rules", "path_tolerance_mm", "1", "rules.path_tolerance_mm = 1.0", '"2"', "must be a number, not a string"),
     ("rules", "follow_tolerance_mm", "6", "rules.follow_tolerance_mm = 6.0", "inf", "must be a finite number"),
