@@ -38,6 +38,7 @@ COMMANDS: tuple[str, ...] = (
     "simulate",
     "rack",
     "hil",
+    "config",
 )
 
 
@@ -79,13 +80,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    """parse_args, but an argument no one knows is the subcommand's error, naming it."""
+    """parse_args, but an argument no one knows is the subcommand's error, naming it.
+
+    A command with a ``config`` argument (``run --config FILE``, ``config
+    check FILE``) is parsed twice: the file's checked values become its
+    parser's defaults, so the command line overrides the file.
+    """
     args, extra = parser.parse_known_args(argv)
+    owner = parser
+    while subs := [a for a in owner._actions if isinstance(a, argparse._SubParsersAction)]:
+        owner = subs[0].choices[getattr(args, subs[0].dest)]  # down to `hil add`
     if extra:
-        owner = parser
-        while subs := [a for a in owner._actions if isinstance(a, argparse._SubParsersAction)]:
-            owner = subs[0].choices[getattr(args, subs[0].dest)]  # down to `hil add`
         owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "config", None) is not None:
+        from .config_file import ConfigError, load
+
+        try:
+            owner.set_defaults(**load(args.config, owner))
+        except ConfigError as exc:
+            owner.error(str(exc))
+        args = parser.parse_args(argv)
     return args
 
 

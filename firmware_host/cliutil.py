@@ -330,11 +330,71 @@ def record_dir(path: str) -> Path:
     return directory
 
 
+# The rules engine's thresholds (rules.RulesConfig, docs/rules.md): option, unit, bounds, help.
+# The option's dest is the RulesConfig field, which is also the config file's key (docs/config.md).
+MAX_GAP_MM = 1000.0  # wider than any ball gap or tolerance a table could mean
+MAX_WINDOW_US = 1_000_000
+MAX_FROZEN_GAP_MM = 34.0  # half a ball: farther is no longer resting against the cushion
+RULES_THRESHOLDS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
+    ("--near-gap", "near_gap_mm", finite_float(0, MAX_GAP_MM),
+     "balls closer than this (mm) are a 19.2 case, a triple contact hard to avoid"),
+    ("--near-contact", "near_contact_us", int_in(0, MAX_WINDOW_US),
+     "without positions: a first contact this soon (us) after the stroke may be a 19.2 case"),
+    ("--frozen-gap", "frozen_gap_mm", finite_float(0, MAX_FROZEN_GAP_MM),
+     "a ball this close (mm) to a cushion nose rests against it (item 20)"),
+    ("--rack-tolerance", "rack_tolerance_mm", finite_float(0, MAX_GAP_MM),
+     "a ball this far (mm) from its rack place is misplaced (item 8)"),
+    ("--path-tolerance", "path_tolerance_mm", finite_float(0, MAX_GAP_MM),
+     "path accuracy (mm): how far the cue ball goes before its direction is read"),
+    ("--follow-tolerance", "follow_tolerance_mm", finite_float(0, MAX_GAP_MM),
+     "the cue ball's forward travel (mm) after the collision that 19.2(2) tolerates"),
+    ("--stroke-window", "stroke_window_us", int_in(1, MAX_WINDOW_US),
+     "19.2(1): how long (us) after the first contact the balls' travel is summed"),
+    ("--stroke-angle-band", "stroke_angle_band_deg", finite_float(0, 45),
+     "19.2(1): a stroke read this close (degrees) to 45 is left to the referee"),
+)  # fmt: skip
+RULES_SWITCHES: tuple[tuple[str, str, str], ...] = (
+    ("--penalty-ball", "penalty_ball", "a foul takes one ball off for the opponent (note to 12.2)"),
+    ("--hand-moves-after-foul", "hand_moves_after_foul",
+     "hand moves after a foul, until the next stroke, are not item 17"),
+)  # fmt: skip
+
+
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the rules engine, the same for every command that judges."""
-    parser.add_argument(
+    from rules.config import DISCIPLINES, RulesConfig
+
+    defaults = RulesConfig()
+    group = parser.add_argument_group("rules (docs/rules.md)")
+    group.add_argument(
         "--discipline",
-        choices=("free", "combined"),
-        default="free",
+        choices=DISCIPLINES,
+        default=defaults.discipline,
         help="free pyramid (any ball may be struck) or combined (only the coloured ball); default free",
     )
+    for option, dest, kind, text in RULES_THRESHOLDS:
+        group.add_argument(
+            option,
+            dest=dest,
+            type=kind,
+            default=getattr(defaults, dest),
+            metavar=dest.rpartition("_")[2].upper(),  # MM, US, DEG: the unit
+            help=text,
+        )
+    for option, dest, text in RULES_SWITCHES:
+        group.add_argument(
+            option,
+            dest=dest,
+            action=argparse.BooleanOptionalAction,
+            default=getattr(defaults, dest),
+            help=f"{text} (default: %(default)s)",
+        )
+
+
+def rules_config(args: argparse.Namespace) -> Any:
+    """The :class:`rules.RulesConfig` the options of :func:`add_rules_arguments` describe."""
+    from dataclasses import fields
+
+    from rules.config import RulesConfig
+
+    return RulesConfig(**{f.name: getattr(args, f.name) for f in fields(RulesConfig)})

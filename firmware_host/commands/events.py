@@ -10,10 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cliutil import finite_float
-
-MAX_FROZEN_GAP_MM = 34.0  # half a ball: farther is no longer resting against the cushion
-
+from ..cliutil import MAX_FROZEN_GAP_MM, finite_float
 
 EXAMPLES = """\
   firmware-host events match.bin > match.events.jsonl

@@ -29,13 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from firmware_host.cliutil import UsageError, dumps, open_binary
-    from rules.config import RulesConfig
+    from firmware_host.cliutil import UsageError, dumps, open_binary, rules_config
     from rules.referee import Referee
 
     from .eventcheck import MAX_LINE, BadEvent, parse_line
 
-    referee = Referee(config=RulesConfig(discipline=args.discipline))
+    referee = Referee(config=rules_config(args))
     write = sys.stdout.write
     previous: tuple[int, int] | None = None
     stream = open_binary(args.events)

@@ -28,13 +28,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
-    from rules import RulesConfig
 
-    from ..cliutil import dumps, read_binary, report_frames, report_losses, require_frames
+    from ..cliutil import (
+        dumps,
+        read_binary,
+        report_frames,
+        report_losses,
+        require_frames,
+        rules_config,
+    )
     from ..pipeline import Pipeline, replay
 
     data = read_binary(args.capture)
-    pipe = Pipeline(RulesConfig(discipline=args.discipline))
+    pipe = Pipeline(rules_config(args))
     result = replay(data, pipe=pipe)
     if not (result.events or result.lines):
         # Nothing decided: count the frames (again, in bulk) to tell "no capture" from a quiet one.

@@ -41,6 +41,7 @@ from ..cliutil import (
     check_port,
     finite_float,
     record_dir,
+    rules_config,
 )
 from .simulate import MINUTES, SEED, SPEED
 
@@ -54,10 +55,23 @@ EXAMPLES = """\
   firmware-host run                                  # referee the built-in virtual table's match
   firmware-host run --port /dev/ttyUSB0 --record recordings/
   firmware-host run --port socket://rig:7000 --json | jq .verdict
+  firmware-host run --config /etc/firmware-host.toml --near-gap 12
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read the settings below from this TOML file (docs/config.md; "
+        "firmware-host config example writes one); an option given here overrides it",
+    )
+    add_settings(parser)
+
+
+def add_settings(parser: argparse.ArgumentParser) -> None:
+    """Every option of run but --config: also what ``config check`` accepts as overrides."""
+    parser.set_defaults(table_id=None)  # [table] id: the file's only, nothing uses it yet
     add_port_arguments(parser)
     parser.add_argument("--json", action="store_true", help="verdicts and notices as JSON Lines")
     parser.add_argument("--events", action="store_true", help="also show every ordered event")
@@ -300,11 +314,9 @@ def run(args: argparse.Namespace) -> int:
                 check_port(args.port)
             record = record_dir(args.record) if args.record else None
 
-            from rules import RulesConfig
-
             from ..warmup import is_warm
 
-            rules = RulesConfig(discipline=args.discipline)
+            rules = rules_config(args)
             cold = not is_warm()
             # Every child first, so they start while this process imports.
             if cold:

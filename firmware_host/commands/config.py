@@ -1,0 +1,55 @@
+"""Check the daemon's config file, or write an example one (docs/config.md).
+
+config check FILE reads a TOML file as run --config FILE would, and prints
+the effective settings, the file's over the defaults, one section.key = value
+per line (TOML: the output can be saved as a config file; a key with no value
+is a comment, a secret one is shown as ***).  It takes run's options too, to
+show how they override the file.  A problem is one line on stderr naming the
+file, the key, the value and what is wrong, exit status 2.
+
+config example prints a commented file with every key, its meaning and its
+default, which config check accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXAMPLES = """\
+  firmware-host config example > table.toml
+  firmware-host config check table.toml
+  firmware-host config check table.toml --near-gap 12 | grep rules.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .run import add_settings
+
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = sub.add_parser(
+        "check",
+        help="check a config file and print the effective settings",
+        description=__doc__,
+    )
+    check.add_argument("config", metavar="FILE", help="the TOML config file to check")
+    add_settings(check)
+    sub.add_parser(
+        "example",
+        help="print a commented example config file",
+        description=__doc__,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config_file import effective, example
+
+    if args.action == "example":
+        from .run import add_settings
+
+        parser = argparse.ArgumentParser()
+        add_settings(parser)
+        sys.stdout.write(example(parser))
+        return 0
+    sys.stdout.write("".join(f"{line}\n" for line in effective(args)))
+    return 0
