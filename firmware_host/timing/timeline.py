@@ -221,6 +221,7 @@ class Work(NamedTuple):
 
 @njit(cache=True)
 def _less(t1: np.int64, i1: np.int64, t2: np.int64, i2: np.int64) -> bool:
+    """Release order: hub time, then arrival; rows at one hub time keep the wire's order."""
     return t1 < t2 or (t1 == t2 and i1 < i2)
 
 
@@ -247,6 +248,7 @@ def _push(w: Work, st: np.ndarray, t: np.int64, i: np.int64) -> None:
 
 @njit(cache=True)
 def _pop(w: Work) -> None:
+    """Drop the release heap's earliest row (the caller has read it), keeping the heap."""
     ht, hi = w.heap_t, w.heap_i
     n = w.cnt[W_NH] - 1
     w.cnt[W_NH] = n
@@ -363,6 +365,8 @@ def _plausible(st, params, hub) -> bool:
 
 @njit(cache=True)
 def _map(rows, r, st, clk) -> None:
+    """Row ``r``'s hub time and its uncertainty (µs, rounded up, so never understated)
+    from its node's clock model, in the current epoch's base."""
     node = rows[r, C_NODE]
     h, u = cm.to_hub(clk, node, rows[r, C_NODE_T])
     rows[r, C_HUB] = h + st[S_BASE]
@@ -465,6 +469,7 @@ def _follows_row(rows, s, i, params) -> bool:
 
 @njit(cache=True)
 def _uptime_of(rows, i) -> np.int64:
+    """A HEARTBEAT's uptime, which tells a reboot from a stalled link; -1 for other rows."""
     return rows[i, _UPTIME] if rows[i, C_TYPE] == HEARTBEAT else np.int64(-1)
 
 
