@@ -39,6 +39,8 @@ COMMANDS: tuple[str, ...] = (
     "rack",
     "hil",
     "config",
+    "status",
+    "service",
 )
 
 

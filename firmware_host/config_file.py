@@ -77,6 +77,7 @@ KEYS: tuple[Key, ...] = (
     *(Key("rules", dest, dest) for _, dest, _, _ in RULES_THRESHOLDS),
     *(Key("rules", dest, dest) for _, dest, _ in RULES_SWITCHES),
     Key("recording", "dir", "record", example='"recordings/"'),
+    Key("service", "status", "status", example='"/var/lib/firmware-host/status.json"'),
     Key("virtual", "scenario", "scenario", example='"double_hit"'),
     Key("virtual", "seed", "seed"),
     Key("virtual", "minutes", "minutes"),

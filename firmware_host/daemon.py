@@ -67,7 +67,9 @@ class Daemon:
         on_event: Sink | None = None,
         on_line: Sink | None = None,
         engine: Engine | None = None,
+        on_turn: Callable[[int], None] | None = None,
     ) -> None:
+        self.url = url
         self.engine: Engine = engine or Compiled(rules)
         self.record_dir = record_dir
         # Opened now, so an unusable directory is an OSError here, before the port is touched.
@@ -75,6 +77,14 @@ class Daemon:
         self.on_event = on_event or (lambda event: None)
         self.on_line = on_line or (lambda line: None)
         self.stats = DaemonStats()
+        # Called with the host clock (ns) on every turn of the pipeline thread's loop, at
+        # least every TICK_S: a watchdog ping from here stops when the pipeline stalls.
+        self.on_turn = on_turn or (lambda now_ns: None)
+        # Health, as the pipeline thread sees it (read by service/health.py)
+        self.heard_ns: dict[int, int] = {}  # node -> host time of its last good frame or sync
+        self.nodes_present: set[int] = set()  # the last HELLO's nodes_present
+        self.indicator_ok = True  # False from a lamp command never acknowledged to the next ACK
+        self.last_verdict: dict[str, Any] | None = None
         self._hello_wanted = threading.Event()
         self.connected = threading.Event()  # set while the port is open
         self._chunks: queue.SimpleQueue[Chunk] | None = None
@@ -126,6 +136,7 @@ class Daemon:
                 chunks = self._chunks or self._transport.chunks
                 while not stop.is_set():
                     self._turn(chunks, recorder)
+                    self.on_turn(time.monotonic_ns())
                 self._hanging_up = hang_up
                 # Nothing read is lost: judge what the port delivered before the stop.
                 for _ in range(chunks.qsize()):
@@ -173,6 +184,9 @@ class Daemon:
 
     def _apply(self, outcomes: list[Outcome]) -> None:
         for outcome in outcomes:
+            if outcome.nodes:
+                now = time.monotonic_ns()
+                self.heard_ns.update(dict.fromkeys(outcome.nodes, now))
             self._frames(outcome.tables)
             self._report_bad(outcome)
             self._publish(outcome.step)
@@ -210,6 +224,8 @@ class Daemon:
                     hello["fw_patch"],
                 )
             self._boot_id = boot_id
+            present = int(hello["nodes_present"])
+            self.nodes_present = {n for n in range(16) if present >> n & 1}
         for status in tables.get("NODE_STATUS", ()):
             log.warning(
                 "node %s: %s (detail %d)",
@@ -257,7 +273,9 @@ class Daemon:
             if event["type"] == "shot_start":
                 self._link.set_indicator("ready")
         for line in step.lines:
-            self.stats.verdicts += line.get("kind") == "verdict"
+            if line.get("kind") == "verdict":
+                self.stats.verdicts += 1
+                self.last_verdict = line
             self.on_line(line)
             lamp = indicator_for(line)
             if lamp is not None:
@@ -282,10 +300,12 @@ class Daemon:
             log.warning("the hub did not answer REQUEST_HELLO (seq %d); waiting for it", change.seq)
         elif change.health is LinkHealth.FAILED:
             self.stats.indicator_failures += 1
+            self.indicator_ok = False
             log.error(
                 "indicator link failed: no ACK for %s seq %d after 3 resends",
                 change.name,
                 change.seq,
             )
         elif change.health is LinkHealth.OK:
+            self.indicator_ok = True
             log.info("indicator link ok")

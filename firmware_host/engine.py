@@ -62,6 +62,25 @@ class Outcome:
     notices: list[str] = field(default_factory=list)
     losses: dict[str, int] | None = None
     decoder_stats: dict[str, Any] | None = None  # the decoder's totals (with the FLUSH outcome)
+    nodes: tuple[int, ...] = ()  # the nodes a good frame came from in this op (health)
+
+
+def heard_from(frames: Any) -> tuple[int, ...]:
+    """The nodes with a good frame among ``frames`` (FRAME_DTYPE): one vector op a feed."""
+    import numpy as np
+
+    from protocol.kernels import OK
+
+    return tuple(int(n) for n in np.unique(frames["node"][frames["status"] == OK]))
+
+
+def synced(tables: dict[str, Any]) -> tuple[int, ...]:
+    """The nodes a CLOCK_SYNC sampled: they answered the hub's beacon, so they are alive
+    even when they have nothing to report (a cushion nobody hits)."""
+    import numpy as np
+
+    syncs = tables.get("CLOCK_SYNC")
+    return () if syncs is None else tuple(int(n) for n in np.unique(syncs["peer"]))
 
 
 class Engine(Protocol):
@@ -84,9 +103,11 @@ class Compiled:
     def apply(self, op: Op) -> Outcome:
         pipe = self.pipeline
         tables: dict[str, Any] = {}
+        nodes: tuple[int, ...] = ()
         if op[0] == FEED:
             decoded = pipe.decoder.feed(op[1])
             tables = {k: v for k, v in decoded.tables.items() if k in HOST_TABLES}
+            nodes = tuple(sorted({*heard_from(decoded.frames), *synced(decoded.tables)}))
             step = pipe.feed_decoded(decoded, op[2])
         elif op[0] == TICK:
             step = pipe.tick(op[1])
@@ -103,6 +124,7 @@ class Compiled:
             pipe.events.take_notices(),
             pipe.events.losses(),
             vars(pipe.decoder.stats()) if op[0] == FLUSH else None,
+            nodes,
         )
 
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:

@@ -81,6 +81,12 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
         help="record the raw capture into DIR (rotating .bin; created if missing)",
     )
     parser.add_argument(
+        "--status",
+        metavar="FILE",
+        help="write the daemon's health to FILE once a second, for `firmware-host status` "
+        "(docs/service.md)",
+    )
+    parser.add_argument(
         "--duration",
         type=finite_float(0, MAX_DURATION_S, lo_open=True),
         metavar="S",
@@ -365,6 +371,7 @@ def run(args: argparse.Namespace) -> int:
                     on_line=on_line,
                     engine=engine,
                 )
+                daemon.on_turn = _health(daemon, args.status, record).turn
             except OSError as exc:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
         finally:
@@ -417,6 +424,14 @@ def run(args: argparse.Namespace) -> int:
         f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
     )
     return 0
+
+
+def _health(daemon: Any, status: str | None, record: Any) -> Any:
+    """The status file (``--status``) and systemd's READY and watchdog (``$NOTIFY_SOCKET``)."""
+    from ..service.health import HealthMonitor
+    from ..service.notify import Notifier
+
+    return HealthMonitor(daemon, status, Notifier(), record)
 
 
 def _compile_worth_waiting_for(warmup: Any) -> bool:

@@ -1,0 +1,116 @@
+"""Is the daemon beside the table healthy? Read its status file and say what is wrong.
+
+The daemon writes the file once a second when started with run --status FILE
+(the systemd unit from service install does).  status prints the link, each
+node's last frame age, bad and lost frame rates, the clock mapping's counters,
+the lamp link, the recording space and the last verdict, then every problem
+in words.  Exit status 0 when healthy, 1 when degraded (a problem, or a file
+older than 10 s: the daemon stopped or stalled), 2 when there is no readable
+status file, so that a monitoring system can call it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..cliutil import UsageError, dumps
+
+DEFAULT_STATE = "/var/lib/firmware-host"
+
+EXAMPLES = """\
+  firmware-host status
+  firmware-host status /var/lib/firmware-host/status.json --json | jq .problems
+"""
+
+
+def default_path() -> str:
+    """Where the unit's daemon writes it: systemd's $STATE_DIRECTORY, else /var/lib."""
+    state = os.environ.get("STATE_DIRECTORY", DEFAULT_STATE).split(":")[0]
+    return str(Path(state) / "status.json")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        nargs="?",
+        default=default_path(),
+        help="the daemon's status file (run --status FILE; default: $STATE_DIRECTORY/"
+        f"status.json, else {DEFAULT_STATE}/status.json)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="the status with its problems as one JSON line"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..service.health import problems
+
+    try:
+        status = json.loads(Path(args.file).read_text())
+    except OSError as exc:
+        raise UsageError(
+            f"{args.file}: {exc.strerror or exc} (is the daemon running with --status?)"
+        ) from None
+    except ValueError:
+        raise UsageError(f"{args.file}: not a status file (invalid JSON)") from None
+    if not isinstance(status, dict):
+        raise UsageError(f"{args.file}: not a status file")
+    found = problems(status, time.time())
+    if args.json:
+        sys.stdout.write(dumps({**status, "problems": found}) + "\n")
+    else:
+        sys.stdout.write("".join(f"{line}\n" for line in describe(status, found)))
+    return 1 if found else 0
+
+
+def describe(status: dict[str, Any], found: list[str]) -> list[str]:
+    """The status for a person at a terminal."""
+    age = time.time() - float(status.get("written_unix", 0))
+    state = "healthy" if not found else "DEGRADED"
+    lines = [f"{state} (written {age:.1f} s ago by pid {status.get('pid')})"]
+    lines.append(
+        f"link: {status.get('link')} on {status.get('port')}, {status.get('link_losses', 0)} "
+        f"losses, {status.get('hub_reboots', 0)} hub reboots"
+    )
+    for n, node in sorted(status.get("nodes", {}).items(), key=lambda kv: int(kv[0])):
+        heard = node.get("last_frame_age_s")
+        when = "never heard" if heard is None else f"last frame {heard:.1f} s ago"
+        absent = "" if node.get("present") else " (not in the hub's HELLO)"
+        lines.append(f"node {n} ({node.get('name')}): {when}{absent}")
+    frames = status.get("frames", {})
+    lines.append(
+        f"frames: {frames.get('good', 0)} good, {frames.get('bad', 0)} bad "
+        f"({frames.get('bad_per_min', 0)}/min), {frames.get('lost', 0)} lost "
+        f"({frames.get('lost_per_min', 0)}/min)"
+    )
+    clock = status.get("clock", {})
+    lines.append(
+        "clock mapping: "
+        + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in clock.items() if k != "per_min")
+    )
+    lines.append(
+        f"indicator link: {status.get('indicator')} "
+        f"({status.get('indicator_failures', 0)} failures)"
+    )
+    rec = status.get("recording")
+    if rec is None:
+        lines.append("recording: off")
+    elif "error" in rec:
+        lines.append(f"recording: {rec['dir']}: {rec['error']}")
+    else:
+        lines.append(f"recording: {rec['dir']}, {rec['free_bytes'] / 2**30:.1f} GiB free")
+    last = status.get("last_verdict")
+    if last:
+        rules = ", ".join(last.get("rules") or ()) or last.get("satisfied") or ""
+        lines.append(f"last verdict: shot {last.get('shot')} {last.get('verdict')} {rules}")
+    else:
+        lines.append(f"last verdict: none yet ({status.get('verdicts', 0)} verdicts)")
+    lines += [f"problem: {p}" for p in found]
+    return lines
