@@ -311,3 +311,74 @@ def test_service_install_prints_a_notify_unit_with_this_python_and_the_config():
         ),
     ):
         assert line in unit.splitlines(), line
+
+
+def _final_verdicts(path: Path) -> list[dict]:
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.startswith("{")]
+    return [v for v in lines if v.get("kind") == "verdict" and not v.get("early") and v["shot"]]
+
+
+def _wait_for(path: Path, enough, timeout_s: float = 90.0) -> list[dict]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = _final_verdicts(path) if path.exists() else []
+        if enough(got):
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"no such verdicts in {path}: {path.read_text()[-2000:]}")
+
+
+def test_a_daemon_killed_mid_stream_resumes_the_match_from_todays_recording(tmp_path):
+    """SIGKILL (no cleanup at all), then a new daemon on the same port and folder: its next
+    verdict carries on the shot count and the right player, as a replay of the match says."""
+    match = ["--seed", "5", "--minutes", "2"]
+    truth = tmp_path / "match.bin"
+    fh = [sys.executable, "-m", "firmware_host"]
+    subprocess.run([*fh, "simulate", *match, "--capture", str(truth)], check=True, cwd=ROOT)
+    replayed = subprocess.run(
+        [*fh, "replay", str(truth)], capture_output=True, check=True, cwd=ROOT, text=True
+    )
+    expected = {
+        v["shot"]: v for v in map(json.loads, replayed.stdout.splitlines()) if v.get("shot")
+    }
+    table = subprocess.Popen(
+        [*fh, "simulate", *match, "--pty", "--speed", "2"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    record = tmp_path / "rec"
+    daemons: list[subprocess.Popen] = []
+
+    def daemon(out: Path) -> subprocess.Popen:
+        with out.open("w") as stdout:
+            proc = subprocess.Popen(
+                [*fh, "run", "--port", port, "--record", str(record), "--json"],
+                stdout=stdout,
+                stderr=subprocess.PIPE,
+                cwd=ROOT,
+            )
+        daemons.append(proc)
+        return proc
+
+    try:
+        assert table.stdout is not None
+        port = table.stdout.readline().strip()
+        first = daemon(tmp_path / "first.jsonl")
+        before = _wait_for(tmp_path / "first.jsonl", lambda v: len(v) >= 3)
+        first.kill()
+        first.wait(10)
+        time.sleep(1.1)  # a new session name (its start second) for the second recording
+        second = daemon(tmp_path / "second.jsonl")
+        after = _wait_for(tmp_path / "second.jsonl", lambda v: len(v) >= 1)
+        second.terminate()
+        _, err = second.communicate(timeout=30)
+    finally:
+        for proc in (*daemons, table):
+            proc.kill()
+            proc.wait(10)
+    assert b"resumed the match from today's recording" in err, err.decode()
+    nxt = after[0]
+    assert nxt["shot"] > before[-1]["shot"] >= 3, (before, after)
+    want = expected[nxt["shot"]]
+    assert (nxt["shot"], nxt["player"]) == (want["shot"], want["player"]), (nxt, want)

@@ -333,6 +333,7 @@ def run(args: argparse.Namespace) -> int:
             from ..cliutil import dumps
             from ..daemon import Daemon
             from ..liveview import LiveView
+            from ..service.resume import todays_parts
 
             view = LiveView()
             on_line = (
@@ -361,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
                     stop.set()
 
                 threading.Thread(target=match_over, args=(table.stdout,), daemon=True).start()
+            earlier = todays_parts(record) if record is not None else []
             try:
                 daemon = Daemon(
                     url,
@@ -374,6 +376,8 @@ def run(args: argparse.Namespace) -> int:
                 daemon.on_turn = _health(daemon, args.status, record).turn
             except OSError as exc:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
+            if earlier:
+                _resume(daemon, earlier)
         finally:
             signals.raising = False
         if signals.signum is None:
@@ -424,6 +428,24 @@ def run(args: argparse.Namespace) -> int:
         f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
     )
     return 0
+
+
+def _resume(daemon: Any, parts: list[Any]) -> None:
+    """Today's recording through the fresh pipeline: the match state as it was (a restart)."""
+    from ..service.resume import resume
+
+    if daemon.pipeline is None:
+        _say(
+            f"{len(parts)} recording parts from today in {parts[0].parent}: not replayed, the "
+            "kernels are still compiling (a first start); the match state starts afresh"
+        )
+        return
+    done = resume(daemon.pipeline, parts)
+    _say(
+        f"resumed the match from today's recording ({done.parts} parts, {done.bytes} bytes, "
+        f"{done.verdicts} verdicts, last shot {done.shot}): frame {done.frame}, "
+        f"player {done.to_play} to play"
+    )
 
 
 def _health(daemon: Any, status: str | None, record: Any) -> Any:
