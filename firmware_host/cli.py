@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from . import QUIET_SIGNALS, __version__, _exit_on_signal
 from .clihelp import HelpFormatter, add_verbose, register
 from .cliutil import UsageError
+from .lograte import RateLimit
 
 COMMANDS: tuple[str, ...] = (
     "run",
@@ -171,11 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
             return exc.code if isinstance(exc.code, int) else 0
         command = args.command
-        logging.basicConfig(
-            level=logging.WARNING - 10 * min(args.verbose, 2),
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-            stream=sys.stderr,
-        )
+        # One line per event with its level, no colour codes; repeats summed (lograte).
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(RateLimit())
+        logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2), handlers=[handler])
         status = int(args._run(args))
         sys.stdout.flush()
         return status

@@ -64,6 +64,7 @@ class Daemon:
         baud: int = DEFAULT_BAUD,
         rules: RulesConfig | None = None,
         record_dir: str | Path | None = None,
+        record_part_bytes: int | None = None,
         on_event: Sink | None = None,
         on_line: Sink | None = None,
         engine: Engine | None = None,
@@ -73,7 +74,9 @@ class Daemon:
         self.engine: Engine = engine or Compiled(rules)
         self.record_dir = record_dir
         # Opened now, so an unusable directory is an OSError here, before the port is touched.
-        self.recorder = CaptureRecorder(record_dir) if record_dir else None
+        self.recorder = (
+            CaptureRecorder(record_dir, max_bytes=record_part_bytes) if record_dir else None
+        )
         self.on_event = on_event or (lambda event: None)
         self.on_line = on_line or (lambda line: None)
         self.stats = DaemonStats()

@@ -80,6 +80,25 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="record the raw capture into DIR (rotating .bin; created if missing)",
     )
+    kept = parser.add_argument_group("recording parts and retention (with --record)")
+    kept.add_argument(
+        "--record-part-mb",
+        type=finite_float(1, 1_000_000),
+        metavar="MB",
+        help="start a new part when one reaches MB megabytes (default: one part a session)",
+    )
+    kept.add_argument(
+        "--record-keep-days",
+        type=finite_float(0, 36_500, lo_open=True),
+        metavar="DAYS",
+        help="delete parts older than DAYS, oldest first (default: keep all)",
+    )
+    kept.add_argument(
+        "--record-keep-gb",
+        type=finite_float(0, 1_000_000, lo_open=True),
+        metavar="GB",
+        help="delete the oldest parts while the recordings take more than GB gigabytes",
+    )
     parser.add_argument(
         "--status",
         metavar="FILE",
@@ -369,6 +388,9 @@ def run(args: argparse.Namespace) -> int:
                     baud=args.baud,
                     rules=rules,
                     record_dir=record,
+                    record_part_bytes=(
+                        round(args.record_part_mb * 1e6) if args.record_part_mb else None
+                    ),
                     on_event=on_event,
                     on_line=on_line,
                     engine=engine,
@@ -378,6 +400,8 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
             if earlier:
                 _resume(daemon, earlier)
+            if record is not None and (args.record_keep_days or args.record_keep_gb):
+                _retention(daemon, record, args, stop)
         finally:
             signals.raising = False
         if signals.signum is None:
@@ -428,6 +452,14 @@ def run(args: argparse.Namespace) -> int:
         f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
     )
     return 0
+
+
+def _retention(daemon: Any, record: Any, args: argparse.Namespace, stop: Any) -> None:
+    from ..service.retention import keep_pruning
+
+    keep_bytes = round(args.record_keep_gb * 1e9) if args.record_keep_gb else None
+    recorder = daemon.recorder
+    keep_pruning(record, args.record_keep_days, keep_bytes, lambda: recorder.paths[-1:], stop)
 
 
 def _resume(daemon: Any, parts: list[Any]) -> None:
