@@ -629,6 +629,33 @@ def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> 
         out.notes.append(finding)
 
 
+def _followed(shot: Shot, index: int, ball: int) -> list[Point]:
+    """Where the cue ball went while the stroke and its collision with ``ball`` (the
+    first contact, ``shot.events[index]``) alone moved it: its path from its place at
+    rest until its next cushion, pocket or contact with another ball (or one of unknown
+    number), the position then included.  «не прошел вперед (вслед за прицельным
+    шаром)»: a cue ball sent back by a cushion and rolling on past the line of centres
+    is not following the ball (seed 434: a false foul 19.2, read 242 mm forward)."""
+    cue = shot.cue_ball
+    assert cue is not None
+    rest = shot.positions()[cue]
+    t_until = next(
+        (
+            int(e["t_us"])
+            for e in shot.events[index + 1 :]
+            if (e["type"] in ("cushion", "pocket") and e.get("ball") in (cue, None))
+            or (e["type"] == "ball_contact" and cue in e["balls"] and ball not in e["balls"])
+            or (e["type"] == "ball_contact" and None in e["balls"])
+        ),
+        None,
+    )
+    path = shot.path(cue)
+    points = [rest, *((x, y) for t, x, y in path if t_until is None or t < t_until)]
+    if t_until is not None:
+        points.append(_position_at(path, rest, shot.t0, t_until))
+    return points
+
+
 def _push_foul(shot: Shot, t_c: int) -> Finding:
     return Finding(
         "19.1",
@@ -703,7 +730,9 @@ def _rule_19_2(
         )
     dist = math.dist(cue_xy, obj_xy)
     ux, uy = (obj_xy[0] - cue_xy[0]) / dist, (obj_xy[1] - cue_xy[1]) / dist
-    reach = max((x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for _, x, y in shot.path(shot.cue_ball))
+    reach = max(
+        (x - cue_xy[0]) * ux + (y - cue_xy[1]) * uy for x, y in _followed(shot, index, ball)
+    )
     forward = max(0.0, reach - max(0.0, gap))
     tol = config.follow_tolerance_mm
     if forward <= tol + LENGTH_TOL_MM:

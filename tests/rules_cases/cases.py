@@ -597,6 +597,24 @@ def near_stroke(path: Points, balls: dict = NEAR, duration_us: int = 6000, dt: i
     return build
 
 
+def drawn_to_a_cushion(cushion: bool) -> Build:
+    """The cue ball 5 mm from ball 7, struck straight at it: drawn back 200 mm (to a
+    cushion, reported when ``cushion``), then rolling on 100 mm past where it met ball 7."""
+
+    def build() -> Match:
+        m = after_break().shot(balls=NEAR).hit(0, 7, dt=3000)
+        if cushion:
+            m = m.cushion(0, 0, dt=197_000)
+        m = m.pot(7, 3)
+        path = [(0, 1500.0), (100_000, 1507.0), (200_000, 1300.0), (400_000, 1600.0)]
+        x7, y7 = NEAR[7]
+        seven = [(m.since_stroke(3000), x7, y7), (m.since_stroke(500_000), L - 30.0, y7)]
+        cue = [(m.since_stroke(t), x, W / 2) for t, x in path]
+        return m.end(paths={0: cue, 7: seven})
+
+    return build
+
+
 def touching_stroke(path: Points) -> Build:
     """The cue ball touching ball 7; a 0.8 ms tip contact, and the contact sensors report
     the collision 3 ms after the stroke, after the tip left: 19.2 still decides."""
@@ -817,6 +835,18 @@ STROKE = [
         near_stroke(STUN_ON),
         "19.2",
         says=("went 95.0 mm forward after the collision (over 5 mm: not 19.2(2))",),
+    ),
+    legal(
+        "19.2(2): drawn back to a cushion, then past the ball's place off the cushion",
+        drawn_to_a_cushion(True),
+        "20(1)",
+        "went 2.0 mm forward after the collision, within 5 mm: 19.2(2)",
+    ),
+    foul(
+        "19.2(2) twin: drawn back, then past the ball's place with no cushion between",
+        drawn_to_a_cushion(False),
+        "19.2",
+        says=("went 95.0 mm forward",),
     ),
     legal(
         "19.2(2): touching, 4 mm of follow (within the tracker's 5 mm)",
