@@ -42,6 +42,7 @@ COMMANDS: tuple[str, ...] = (
     "config",
     "status",
     "service",
+    "plot",
 )
 
 

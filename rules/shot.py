@@ -320,7 +320,7 @@ def _stroke_direction(
         return None  # no window, or no ball took any momentum from the cue ball
     sx = sy = 0.0
     for b, t_b in starts.items():
-        x, y = _position_at(shot.path(b), pos[b], t_b, t_read)
+        x, y = position_at(shot.path(b), pos[b], t_b, t_read)
         sx, sy = sx + x - pos[b][0], sy + y - pos[b][1]
     norm = math.hypot(sx, sy)
     dist = math.dist(cue_xy, obj_xy)
@@ -349,7 +349,7 @@ def closest_pass(shot: Shot, config: RulesConfig) -> tuple[int, int, float] | No
         for ball, rest in pos.items():
             if ball == cue:
                 continue
-            bx, by = _position_at(shot.path(ball), rest, shot.t0, t)
+            bx, by = position_at(shot.path(ball), rest, shot.t0, t)
             gap = _gap((x, y), (bx, by), shot.ball_mm)
             if gap < reach and (best is None or gap < best[2]):
                 best = (ball, t, max(0.0, gap))
@@ -423,7 +423,7 @@ def unreported(shot: Shot, config: RulesConfig, after_us: int) -> list[Event]:
     }
     times = sorted({t for ts in bends.values() for t in ts if t > after_us})
     for t in times:
-        at = {b: _position_at(paths[b], pos[b], shot.t0, t) for b in pos}
+        at = {b: position_at(paths[b], pos[b], shot.t0, t) for b in pos}
         for a, b in combinations(sorted(pos), 2):
             turned = t in bends[a] or t in bends[b]  # a collision bends a path, or starts it
             near = turned and _gap(at[a], at[b], shot.ball_mm) < reach
@@ -502,7 +502,7 @@ def _to_segment(p: Point, a: Point, b: Point) -> float:
     return math.dist(p, (a[0] + f * dx, a[1] + f * dy))
 
 
-def _position_at(path: list[Path], rest: Point, t_start: int, t: int) -> Point:
+def position_at(path: list[Path], rest: Point, t_start: int, t: int) -> Point:
     """Where a ball at rest at ``rest`` until ``t_start`` was at ``t``, on its path
     (straight, evenly timed between vertices; its last vertex once past it)."""
     points = [(t_start, rest[0], rest[1])] + [p for p in path if p[0] > t_start]
@@ -652,7 +652,7 @@ def _followed(shot: Shot, index: int, ball: int) -> list[Point]:
     path = shot.path(cue)
     points = [rest, *((x, y) for t, x, y in path if t_until is None or t < t_until)]
     if t_until is not None:
-        points.append(_position_at(path, rest, shot.t0, t_until))
+        points.append(position_at(path, rest, shot.t0, t_until))
     return points
 
 
