@@ -43,6 +43,7 @@ COMMANDS: tuple[str, ...] = (
     "status",
     "service",
     "plot",
+    "report",
 )
 
 

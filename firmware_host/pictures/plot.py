@@ -34,6 +34,7 @@ COLOURED = "#e8a317"
 WHITE = "#f4f4f0"
 PALETTE = ("#d62728", "#1f77b4", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 PLACED = ("ball_contact", "cushion", "line_cross", "pocket")  # events drawn on the table
+TITLE_CHARS = 390
 NEAR_US = 20_000  # a first contact this soon after the stroke is drawn on the strip
 VERDICT_WORDS = {"legal": "LEGAL", "foul": "FOUL", "referee": "REFEREE'S CALL"}
 
@@ -90,7 +91,10 @@ def draw(view: ShotView, table: Table = DEFAULT_TABLE) -> Figure:
     ax_table = fig.add_subplot(grid[0, 0])
     ax_list = fig.add_subplot(grid[0, 1])
     ax_time = fig.add_subplot(grid[1, :])
-    fig.suptitle(textwrap.fill(title_of(view), 130), fontsize=10.5, x=0.02, ha="left")
+    # at most three lines: a break's reason can recount fifty events (the full text is the
+    # verdict line's, and the event list beside the table has them all)
+    title = textwrap.shorten(title_of(view), TITLE_CHARS, placeholder=" …")
+    fig.suptitle(textwrap.fill(title, 130), fontsize=10.5, x=0.02, ha="left")
     _table(ax_table, table)
     placed = [e for e in view.events if e["type"] in PLACED]
     if view.balls:
