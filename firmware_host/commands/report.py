@@ -28,7 +28,7 @@ PROGRESS_S = 1.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", metavar="CAPTURE", help="raw capture (.bin), or - for stdin")
-    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="the HTML file")
+    parser.add_argument("-o", "--output", metavar="FILE", help="the HTML file to write (needed)")
     add_rules_arguments(parser)
 
 
@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"reports need {exc.name}: pip install -e '.[view]' (docs/pictures.md)"
         ) from None
+    if args.output is None:
+        raise UsageError("-o FILE: where to write the report is needed")
     data = read_binary(args.capture)
     rules = rules_config(args)
     pipe = Pipeline(rules)
