@@ -80,6 +80,7 @@ KEYS: tuple[Key, ...] = (
     Key("recording", "part_mb", "record_part_mb", example="512"),
     Key("recording", "keep_days", "record_keep_days", example="30"),
     Key("recording", "keep_gb", "record_keep_gb", example="20"),
+    Key("web", "address", "web", example='"0.0.0.0:8080"'),
     Key("service", "status", "status", example='"/var/lib/firmware-host/status.json"'),
     Key("virtual", "scenario", "scenario", example='"double_hit"'),
     Key("virtual", "seed", "seed"),
@@ -135,6 +136,8 @@ def toml_value(value: Any) -> str:
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, str | int | float):
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, tuple):  # --web's (host, port), written back as "host:port"
+        return json.dumps(":".join(map(str, value)))
     if isinstance(value, dict):
         return "{...}"
     if isinstance(value, list):
@@ -193,9 +196,14 @@ def _check_option(action: argparse.Action, value: Any) -> Any:
         if not value:
             raise argparse.ArgumentTypeError("must not be empty")
         return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if getattr(action.type, "takes_text", False):  # a string with a form (--web HOST:PORT)
+        if not isinstance(value, str):
+            raise argparse.ArgumentTypeError(f"must be a string, not {_kind(value)}")
+        text = value
+    elif isinstance(value, bool) or not isinstance(value, int | float):
         raise argparse.ArgumentTypeError(f"must be a number, not {_kind(value)}")
-    text = toml_value(value)
+    else:
+        text = toml_value(value)
     try:
         return action.type(text)  # type: ignore[misc,operator]
     except argparse.ArgumentTypeError as exc:  # "-1.0: must be >= 0": the value is named already

@@ -69,6 +69,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings(parser)
 
 
+def web_address(text: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` for ``--web``: the host defaults to this machine only."""
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not [HOST:]PORT") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: the port must be 0 to 65535")
+    return host or "127.0.0.1", number
+
+
+web_address.takes_text = True  # type: ignore[attr-defined]  # the config file gives it a string
+
+
 def add_settings(parser: argparse.ArgumentParser) -> None:
     """Every option of run but --config: also what ``config check`` accepts as overrides."""
     parser.set_defaults(table_id=None)  # [table] id: the file's only, nothing uses it yet
@@ -98,6 +113,13 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
         type=finite_float(0, 1_000_000, lo_open=True),
         metavar="GB",
         help="delete the oldest parts while the recordings take more than GB gigabytes",
+    )
+    parser.add_argument(
+        "--web",
+        type=web_address,
+        metavar="[HOST:]PORT",
+        help="serve the live page on HOST (default 127.0.0.1) and PORT (0: any free one; "
+        "docs/web.md)",
     )
     parser.add_argument(
         "--status",
@@ -330,6 +352,7 @@ def run(args: argparse.Namespace) -> int:
     signals = _Signals(stop)
     table = None
     engine = warmup = None
+    server: Any = None
     stats = None
     try:
         try:
@@ -395,9 +418,12 @@ def run(args: argparse.Namespace) -> int:
                     on_line=on_line,
                     engine=engine,
                 )
-                daemon.on_turn = _health(daemon, args.status, record).turn
             except OSError as exc:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
+            feed = None
+            if args.web is not None:
+                server, feed = _web(args.web, daemon)
+            daemon.on_turn = _health(daemon, args.status, record, feed).turn
             if earlier:
                 _resume(daemon, earlier)
             if record is not None and (args.record_keep_days or args.record_keep_gb):
@@ -419,6 +445,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signals.raising = False
         stop.set()
+        if server is not None:
+            server.stop()
         if table is not None:
             _end(table)
         if engine is not None:
@@ -480,12 +508,43 @@ def _resume(daemon: Any, parts: list[Any]) -> None:
     )
 
 
-def _health(daemon: Any, status: str | None, record: Any) -> Any:
-    """The status file (``--status``) and systemd's READY and watchdog (``$NOTIFY_SOCKET``)."""
+def _health(daemon: Any, status: str | None, record: Any, feed: Any) -> Any:
+    """The status file (``--status``), systemd's READY and watchdog (``$NOTIFY_SOCKET``),
+    and the page's health (``--web``)."""
     from ..service.health import HealthMonitor
     from ..service.notify import Notifier
 
-    return HealthMonitor(daemon, status, Notifier(), record)
+    return HealthMonitor(daemon, status, Notifier(), record, feed)
+
+
+def _web(address: tuple[str, int], daemon: Any) -> tuple[Any, Any]:
+    """The live page: its server started, the daemon's lines and events fed to it."""
+    try:
+        from ..web.feed import LiveFeed
+        from ..web.server import WebServer
+    except ModuleNotFoundError as exc:
+        raise UsageError(f"--web needs {exc.name}: pip install -e '.[web]'") from None
+    host, port = address
+    feed = LiveFeed()
+    server = WebServer(feed, host, port)
+    try:
+        port = server.start()
+    except OSError as exc:
+        raise UsageError(f"--web {host}:{port}: cannot listen: {exc.strerror or exc}") from None
+    shown, told = daemon.on_line, daemon.on_event
+
+    def on_line(line: dict[str, Any]) -> None:
+        shown(line)
+        pipeline = daemon.pipeline  # the match state, when the compiled pipeline referees
+        feed.line(line, pipeline.referee.state if pipeline is not None else None)
+
+    def on_event(event: dict[str, Any]) -> None:
+        told(event)
+        feed.event(event)
+
+    daemon.on_line, daemon.on_event = on_line, on_event
+    _say(f"live page: http://{host}:{port}/ (health: /healthz)")
+    return server, feed
 
 
 def _compile_worth_waiting_for(warmup: Any) -> bool:

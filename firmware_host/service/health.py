@@ -42,11 +42,13 @@ class HealthMonitor:
         path: str | Path | None,
         notifier: Notifier | None = None,
         record_dir: str | Path | None = None,
+        feed: Any = None,
     ) -> None:
         self.daemon = daemon
         self.path = Path(path) if path is not None else None
         self.notifier = notifier or Notifier({})
         self.record_dir = Path(record_dir) if record_dir is not None else None
+        self.feed = feed  # the live page's (web.feed.LiveFeed), or None
         self._written_ns = 0
         self._history: deque[tuple[float, int, int, int]] = deque()
 
@@ -56,9 +58,14 @@ class HealthMonitor:
         if not notifier.ready_sent and self.daemon.connected.is_set():
             notifier.ready(f"refereeing the table on {self.daemon.url}")
         notifier.ping(now_ns)
-        if self.path is not None and now_ns - self._written_ns >= WRITE_S * 1e9:
+        wanted = self.path is not None or self.feed is not None
+        if wanted and now_ns - self._written_ns >= WRITE_S * 1e9:
             self._written_ns = now_ns
-            write_status(self.path, self.status(now_ns))
+            status = self.status(now_ns)
+            if self.path is not None:
+                write_status(self.path, status)
+            if self.feed is not None:
+                self.feed.health(status, problems(status, time.time()))
 
     def status(self, now_ns: int) -> dict[str, Any]:
         daemon = self.daemon

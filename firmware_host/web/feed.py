@@ -1,0 +1,120 @@
+"""What the daemon tells the page: verdicts, the lamp, the match state, health, shots.
+
+The pipeline thread publishes here and never waits: each browser has a
+bounded queue on the web server's loop, filled with ``call_soon_threadsafe``;
+a browser that cannot keep up loses its oldest messages (and is told so by
+the next snapshot), never the referee its time.  A new browser first gets a
+snapshot of everything current, then the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from rules import indicator_for
+
+KEEP_VERDICTS = 20  # the page lists the last ones
+KEEP_SHOTS = 50  # shots kept for their pictures
+QUEUE = 256  # messages a slow browser may fall behind by
+
+
+class LiveFeed:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._verdicts: deque[dict[str, Any]] = deque(maxlen=KEEP_VERDICTS)
+        self._lamp: dict[str, Any] | None = None
+        self._state: dict[str, Any] | None = None
+        self._health: dict[str, Any] | None = None
+        self._shot_events: dict[int, list[dict[str, Any]]] = {}
+        self._clients: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[str]]] = []
+        self.published = 0
+
+    # -- from the pipeline thread --------------------------------------------------------
+
+    def event(self, ev: dict[str, Any]) -> None:
+        """Keep each shot's events (for its picture once it is over)."""
+        shot = ev.get("shot")
+        if shot is None:
+            return
+        with self._lock:
+            self._shot_events.setdefault(int(shot), []).append(ev)
+            while len(self._shot_events) > KEEP_SHOTS:
+                del self._shot_events[min(self._shot_events)]
+
+    def line(self, line: dict[str, Any], state: Any = None) -> None:
+        """A verdict or notice line as the daemon printed it, with the match state after it."""
+        lamp = indicator_for(line)
+        with self._lock:
+            if line.get("kind") == "verdict":
+                self._verdicts.append(line)
+            if lamp is not None:
+                self._lamp = {"state": lamp.state, "rule": lamp.rule, "t_us": line["t_us"]}
+            if state is not None:
+                self._state = {
+                    "frame": state.frame,
+                    "to_play": state.to_play,
+                    "pocketed": {str(p): len(b) for p, b in state.pocketed.items()},
+                }
+        self._send({"line": line, "lamp": self._lamp, "state": self._state})
+
+    def health(self, status: dict[str, Any], problems: list[str]) -> None:
+        with self._lock:
+            self._health = {**status, "problems": problems}
+        self._send({"health": self._health})
+
+    # -- for the web server ----------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(
+                {
+                    "verdicts": list(self._verdicts),
+                    "lamp": self._lamp,
+                    "state": self._state,
+                    "health": self._health,
+                }
+            )
+
+    def shot_events(self, shot: int) -> list[dict[str, Any]] | None:
+        with self._lock:
+            events = self._shot_events.get(shot)
+            return list(events) if events is not None else None
+
+    def verdict_of(self, shot: int) -> dict[str, Any] | None:
+        with self._lock:
+            final = [v for v in self._verdicts if v.get("shot") == shot and not v.get("early")]
+        return final[-1] if final else None
+
+    def subscribe(self) -> asyncio.Queue[str]:
+        queue: asyncio.Queue[str] = asyncio.Queue(QUEUE)
+        with self._lock:
+            self._clients.append((asyncio.get_running_loop(), queue))
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+        with self._lock:
+            self._clients = [(lp, q) for lp, q in self._clients if q is not queue]
+
+    def health_now(self) -> dict[str, Any] | None:
+        with self._lock:
+            return copy.deepcopy(self._health)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        text = json.dumps({**message, "sent_unix": time.time()}, separators=(",", ":"))
+        self.published += 1
+        with self._lock:
+            clients = list(self._clients)
+        for loop, queue in clients:
+            loop.call_soon_threadsafe(_put, queue, text)
+
+
+def _put(queue: asyncio.Queue[str], text: str) -> None:
+    if queue.full():
+        queue.get_nowait()  # the oldest goes: the browser catches up, the referee never waits
+    queue.put_nowait(text)

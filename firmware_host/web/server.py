@@ -1,0 +1,145 @@
+"""The daemon's web server (``run --web``): the live page, its event stream, health, pictures.
+
+aiohttp, in a thread of its own with its own event loop: one well-kept
+library for the HTTP server and server-sent events, with no ASGI server to
+run beside it, and nothing of it on the refereeing path (the pipeline thread
+only calls :class:`~.feed.LiveFeed`, which never waits).  Every asset is
+served from the package: a club's network may have no internet.
+
+* ``/``: the page (``page.html``);
+* ``/events``: server-sent events, a snapshot first, then each change;
+* ``/healthz``: the daemon's health (``firmware-host status``'s facts and
+  problems), 200 when healthy, 503 when degraded or not known yet;
+* ``/shot/N.svg``: a finished shot's picture (``plot``'s, when matplotlib is
+  installed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import threading
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from .feed import LiveFeed
+
+log = logging.getLogger(__name__)
+
+KEEPALIVE_S = 15.0
+
+
+class WebServer:
+    def __init__(self, feed: LiveFeed, host: str, port: int) -> None:
+        self.feed = feed
+        self.host = host
+        self.port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._error: OSError | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/", self.page)
+        app.router.add_get("/events", self.events)
+        app.router.add_get("/healthz", self.healthz)
+        app.router.add_get("/shot/{number:\\d+}.svg", self.shot)
+        return app
+
+    def start(self) -> int:
+        """Serve from a thread of its own; the port bound (``port`` 0: any free one)."""
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = self._loop = asyncio.new_event_loop()
+            runner = web.AppRunner(self.app(), handle_signals=False)
+            loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=1.0)
+            try:
+                loop.run_until_complete(site.start())
+            except OSError as exc:
+                self._error = exc
+                ready.set()
+                return
+            self.port = runner.addresses[0][1]
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+
+        self._thread = threading.Thread(target=serve, name="web", daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        if self._error is not None:
+            raise self._error
+        return self.port
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+
+    async def page(self, request: web.Request) -> web.Response:
+        text = resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
+        return web.Response(text=text, content_type="text/html")
+
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        queue = self.feed.subscribe()
+        try:
+            snapshot = json.dumps(self.feed.snapshot(), separators=(",", ":"))
+            await response.write(f"event: snapshot\ndata: {snapshot}\n\n".encode())
+            while True:
+                try:
+                    text = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    await response.write(b": keep-alive\n\n")
+                    continue
+                await response.write(f"data: {text}\n\n".encode())
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self.feed.unsubscribe(queue)
+        return response
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        health = self.feed.health_now()
+        if health is None:
+            return web.json_response({"problems": ["starting: no status yet"]}, status=503)
+        return web.json_response(health, status=503 if health["problems"] else 200)
+
+    async def shot(self, request: web.Request) -> web.Response:
+        number = int(request.match_info["number"])
+        events = self.feed.shot_events(number)
+        if events is None:
+            raise web.HTTPNotFound(text=f"shot {number} is not kept (the last 50 are)")
+        svg = await asyncio.get_running_loop().run_in_executor(
+            None, _picture, events, self.feed.verdict_of(number)
+        )
+        if svg is None:
+            raise web.HTTPNotFound(text="pictures need matplotlib: pip install '.[view]'")
+        return web.Response(text=svg, content_type="image/svg+xml")
+
+
+def _picture(events: list[dict[str, Any]], verdict: dict[str, Any] | None) -> str | None:
+    try:
+        import matplotlib
+
+        from ..pictures.plot import draw
+        from ..pictures.shots import shots_of
+    except ModuleNotFoundError:
+        return None
+    shots = shots_of(events, [verdict] if verdict else [])
+    if not shots:
+        return None
+    out = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        draw(next(iter(shots.values()))).savefig(out, format="svg")
+    return out.getvalue()
