@@ -854,11 +854,17 @@ STROKE = [
         "20(1)",
         "went 4.0 mm forward after the collision, within 5 mm: 19.2(2)",
     ),
-    foul(
-        "19.2(2) twin: touching, 6 mm of follow",
+    referee(
+        "19.2(2) twin: touching, 6 mm of follow, within the paths' 2 mm of the limit",
         touching_stroke(straight(1500.0, 1506.0, 1300.0)),
         "19.2",
-        says=("went 6.0 mm forward",),
+        says=("went 6.0 mm forward", "within the paths' 2 mm of the limit"),
+    ),
+    foul(
+        "19.2(2) twin: touching, 8 mm of follow",
+        touching_stroke(straight(1500.0, 1508.0, 1300.0)),
+        "19.2",
+        says=("went 8.0 mm forward",),
     ),
     legal(
         "19.2(2): 5 mm apart, 4 mm of follow after meeting the ball",
@@ -866,9 +872,14 @@ STROKE = [
         "20(1)",
         "went 4.0 mm forward",
     ),
-    foul(
+    referee(
         "19.2(2) twin: 5 mm apart, 6 mm of follow after meeting the ball",
         near_stroke(straight(1500.0, 1511.0, 1300.0)),
+        "19.2",
+    ),
+    foul(
+        "19.2(2) twin: 5 mm apart, 8 mm of follow after meeting the ball",
+        near_stroke(straight(1500.0, 1513.0, 1300.0)),
         "19.2",
     ),
     foul(
