@@ -31,6 +31,17 @@ ROOT = Path(__file__).resolve().parents[1]
 WATCHDOG_USEC = 200_000  # pings every 0.1 s
 
 
+def fh(*args: str) -> subprocess.CompletedProcess[str]:
+    """``firmware-host ARGS`` as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "firmware_host", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+
+
 class Manager:
     """systemd's end of $NOTIFY_SOCKET: every datagram, with the time it came."""
 
@@ -253,13 +264,7 @@ def test_status_exits_0_when_healthy_and_1_naming_what_is_degraded(
     status = status()  # written now, or as long ago as the case says
     path = tmp_path / "status.json"
     path.write_text(json.dumps(status))
-    done = subprocess.run(
-        [sys.executable, "-m", "firmware_host", "status", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    done = fh("status", str(path))
     assert done.returncode == code, done.stdout + done.stderr
     assert done.stdout.startswith("healthy" if code == 0 else "DEGRADED")
     found = problems(status, time.time())
@@ -275,25 +280,21 @@ def test_status_without_a_readable_file_is_one_line_and_status_2(tmp_path, conte
     path = tmp_path / "status.json"
     if content is not None:
         path.write_text(content)
-    done = subprocess.run(
-        [sys.executable, "-m", "firmware_host", "status", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    done = fh("status", str(path))
     assert done.returncode == 2 and says in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_service_install_prints_a_notify_unit_with_this_python_and_the_config():
-    done = subprocess.run(
-        [sys.executable, "-m", "firmware_host", "service", "install"]
-        + ["--config", "/etc/fh/t 1.toml", "--user", "referee", "--watchdog", "15"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
+    done = fh(
+        "service",
+        "install",
+        "--config",
+        "/etc/fh/t 1.toml",
+        "--user",
+        "referee",
+        "--watchdog",
+        "15",
     )
     assert done.returncode == 0, done.stderr
     unit = done.stdout
