@@ -302,17 +302,20 @@ def scan(
     """Decode every complete frame of buf; returns (frames, bytes consumed).
 
     The driver: per frame it un-stuffs (:func:`_unstuff`), checks
-    (:func:`_check_frame`) and files the frame, a bad one by
-    :func:`_file_bad`, a checked one by :func:`_file_checked`.  Each good
-    frame is written straight into its record in ``out.records``, in arrival
-    order (the frame's ``row``); unknown types keep their body in ``out.raw``
-    (``row`` = start).  A frame not closed by a delimiter stays unconsumed:
-    it goes on in the next chunk.
+    (:func:`_check_frame`), files a bad frame (:func:`_file_bad`) or the
+    header of a checked one (:func:`_file_header`), does the seq accounting
+    (:func:`_account`) and stores the body: a known type's as its next record
+    (:func:`_write_record`), an unknown type's in ``out.raw`` (``row`` = start).
+    A frame not closed by a delimiter stays unconsumed for the next chunk.
+    The NamedTuples are unpacked once, here: the per-frame steps take arrays.
 
     ``base`` is the stream offset of buf[0]; ``overflow_start`` >= 0 says the
     bytes before buf's first delimiter continue an over-long run that began
     at that offset (the caller dropped its start to bound memory).
     """
+    rules, crc_tables = checks
+    frames, per_type, region, rec_size, records, raw = out
+    seq_state, lost, bad, misc = accounts.seq_state, accounts.lost, accounts.bad, accounts.misc
     body = np.empty(buf.size + 1, np.uint8)  # the un-stuffed frame
     n = 0  # frames filed
     i = 0  # start of the next frame in buf
@@ -323,30 +326,49 @@ def scan(
             break
         length = end - i
         frame_offset = base + i
+        i = end + 1
         if overflow_start >= 0:
             status = BAD_LENGTH
             frame_offset = overflow_start
             length = base + end - overflow_start
             overflow_start = -1
         elif length == 0:
-            i = end + 1  # two delimiters in a row: no frame
-            continue
+            continue  # two delimiters in a row: no frame
         else:
-            status, body_len = _check_frame(body, body_len, length, cobs_ok, checks)
+            status, body_len = _check_frame(body, body_len, length, cobs_ok, rules, crc_tables)
         if status >= BAD_COBS:
-            _file_bad(out.frames, n, frame_offset, length, status, accounts.bad)
+            _file_bad(frames, n, frame_offset, length, status, bad)
+            n += 1
+            continue
+        _file_header(frames, n, frame_offset, body, body_len)
+        if body[1] == _HELLO and status == OK and body[2] == 0:
+            _note_boot(_u32(body, _BOOT_ID_AT), accounts)
+        if not _account(body[2], _u16(body, 4), (body[3] & 1) != 0, seq_state, lost):
+            status = DUPLICATE
+            misc[M_DUPLICATES] += 1
+        elif status == UNKNOWN:
+            misc[M_UNKNOWN] += 1
+            frames[n]["row"] = raw_used
+            raw[raw_used : raw_used + body_len] = body[:body_len]
+            raw_used += body_len
         else:
-            raw_used = _file_checked(
-                body, body_len, status, frame_offset, n, raw_used, accounts, out
+            misc[M_FRAMES] += 1
+            frames[n]["row"] = _write_record(
+                body, body_len, frame_offset, per_type, region, rec_size, records
             )
+        frames[n]["status"] = status
         n += 1
-        i = end + 1
     return n, i
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
 def _check_frame(
-    body: np.ndarray, body_len: int, length: int, cobs_ok: bool, checks: FrameChecks
+    body: np.ndarray,
+    body_len: int,
+    length: int,
+    cobs_ok: bool,
+    rules: np.ndarray,
+    crc_tables: np.ndarray,
 ) -> tuple[int, int]:
     """A frame's status from its checks, in wire order; returns (status, header + payload bytes).
 
@@ -362,14 +384,14 @@ def _check_frame(
     if body_len < MIN_BODY or body_len > MAX_BODY:
         return BAD_LENGTH, body_len
     data_len = body_len - 4
-    if np.int64(crc32(body, 0, data_len, checks.crc_tables)) != _u32(body, data_len):
+    if np.int64(crc32(body, 0, data_len, crc_tables)) != _u32(body, data_len):
         return BAD_CRC, body_len
     if body[0] != PROTOCOL_VERSION:
         return BAD_VERSION, body_len
-    return _payload_status(body, 0, data_len, checks.rules), data_len
+    return _payload_status(body, 0, data_len, rules), data_len
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
 def _file_bad(
     frames: np.ndarray, n: int, frame_offset: int, length: int, status: int, bad: np.ndarray
 ) -> None:
@@ -391,51 +413,24 @@ def _file_bad(
     f["status"] = status
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def _file_checked(
-    body: np.ndarray,
-    body_len: int,
-    status: int,
-    frame_offset: int,
-    n: int,
-    raw_used: int,
-    accounts: StreamAccounts,
-    out: FrameTables,
-) -> int:
-    """File a frame that passed its checks (OK or UNKNOWN); returns the bytes of raw used.
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _file_header(
+    frames: np.ndarray, n: int, frame_offset: int, body: np.ndarray, body_len: int
+) -> None:
+    """Row n of the frame table gets a checked frame's header; its row and status come later.
 
-    Its header goes into frame row n; a hub HELLO may start a new boot
-    (:func:`_note_boot`); the seq accounting decides whether it is a
-    retransmission already delivered (DUPLICATE, not delivered again).
-    Otherwise an unknown type keeps its body in ``out.raw`` and a known one
-    becomes the next record of its type (:func:`_write_record`).
+    Only a frame whose CRC matched gets here, so its header can be trusted;
+    ``length`` is header + payload bytes.
     """
-    node = body[2]
-    seq = _u16(body, 4)
-    f = out.frames[n]
+    f = frames[n]
     f["offset"] = frame_offset
     f["row"] = -1
     f["msg_type"] = body[1]
-    f["node"] = node
+    f["node"] = body[2]
     f["flags"] = body[3]
-    f["seq"] = seq
+    f["seq"] = _u16(body, 4)
     f["t_us"] = _u32(body, 6)
     f["length"] = body_len
-    if body[1] == _HELLO and status == OK and node == 0:
-        _note_boot(_u32(body, _BOOT_ID_AT), accounts)
-    if not _account(node, seq, (body[3] & 1) != 0, accounts.seq_state, accounts.lost):
-        status = DUPLICATE
-        accounts.misc[M_DUPLICATES] += 1
-    elif status == UNKNOWN:
-        accounts.misc[M_UNKNOWN] += 1
-        f["row"] = raw_used
-        out.raw[raw_used : raw_used + body_len] = body[:body_len]
-        raw_used += body_len
-    else:
-        accounts.misc[M_FRAMES] += 1
-        f["row"] = _write_record(body, body_len, frame_offset, out)
-    f["status"] = status
-    return raw_used
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -455,8 +450,16 @@ def _note_boot(boot_id: int, accounts: StreamAccounts) -> None:
         boot[1] = boot_id
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def _write_record(body: np.ndarray, body_len: int, frame_offset: int, out: FrameTables) -> int:
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _write_record(
+    body: np.ndarray,
+    body_len: int,
+    frame_offset: int,
+    per_type: np.ndarray,
+    region: np.ndarray,
+    rec_size: np.ndarray,
+    records: np.ndarray,
+) -> int:
     """Append a good frame to its type's records; returns its row there.
 
     A record is the layout's prefix (the frame's stream offset, little
@@ -465,10 +468,9 @@ def _write_record(body: np.ndarray, body_len: int, frame_offset: int, out: Frame
     The region was sized by :func:`prescan`, which bounds each type's count.
     """
     msg_type = body[1]
-    row = out.per_type[msg_type]
-    out.per_type[msg_type] += 1
-    d = out.region[msg_type] + row * out.rec_size[msg_type]
-    records = out.records
+    row = per_type[msg_type]
+    per_type[msg_type] += 1
+    d = region[msg_type] + row * rec_size[msg_type]
     for k in range(PREFIX_SIZE - 1):
         records[d + k] = (frame_offset >> (8 * k)) & 0xFF
     records[d + PREFIX_SIZE - 1] = body_len - HEADER_SIZE
