@@ -539,8 +539,8 @@ def _first_jaw(i, p, v, a, jaw_xy, radius, best, c, work):
 def _first_mouth(i, p, v, a, pockets, radius, best, c, work):
     """Ball i's centre first crossing a pocket mouth before best: (t, pocket), or (best, -1).
 
-    Crossing the line between a pocket's jaw points, between the points, is
-    the ball falling in (EV_POCKET).  Mouths farther than the ball can
+    The centre crossing the mouth line between the pocket's two jaw points
+    is the ball falling in (EV_POCKET).  Mouths farther than the ball can
     travel within best (plus three radii) are skipped.
     """
     mouth_a, mouth_b, mouth_n = pockets.mouth_a, pockets.mouth_b, pockets.mouth_n
