@@ -333,11 +333,12 @@ def scan(
             continue  # two delimiters in a row: no frame
         else:
             status, body_len = _check_frame(body, body_len, length, cobs_ok, rules, crc_tables)
+        f = frames[n]
+        n += 1
         if status >= BAD_COBS:
-            _file_bad(frames, n, frame_offset, length, status, bad)
-            n += 1
+            _file_bad(f, frame_offset, length, status, bad)
             continue
-        _file_header(frames, n, frame_offset, body, body_len)
+        _file_header(f, frame_offset, body, body_len)
         if body[1] == _HELLO and status == OK and body[2] == 0:
             _note_boot(_u32(body, _BOOT_ID_AT), accounts)
         if not _account(body[2], _u16(body, 4), (body[3] & 1) != 0, seq_state, lost):
@@ -345,16 +346,15 @@ def scan(
             misc[M_DUPLICATES] += 1
         elif status == UNKNOWN:
             misc[M_UNKNOWN] += 1
-            frames[n]["row"] = raw_used
+            f["row"] = raw_used
             raw[raw_used : raw_used + body_len] = body[:body_len]
             raw_used += body_len
         else:
             misc[M_FRAMES] += 1
-            frames[n]["row"] = _write_record(
+            f["row"] = _write_record(
                 body, body_len, frame_offset, per_type, region, rec_size, records
             )
-        frames[n]["status"] = status
-        n += 1
+        f["status"] = status
     return n, i
 
 
@@ -389,16 +389,13 @@ def _check_frame(
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-def _file_bad(
-    frames: np.ndarray, n: int, frame_offset: int, length: int, status: int, bad: np.ndarray
-) -> None:
-    """Row n of the frame table is a bad frame: where it began, its wire length, its reason.
+def _file_bad(f: np.void, frame_offset: int, length: int, status: int, bad: np.ndarray) -> None:
+    """Frame-table row f is a bad frame: where it began, its wire length, its reason.
 
     Bad frames are values, not exceptions: counted per reason in ``bad`` and
     listed in stream order with no header fields (none can be trusted).
     """
     bad[status - BAD_COBS] += 1
-    f = frames[n]
     f["offset"] = frame_offset
     f["row"] = -1
     f["length"] = length
@@ -411,15 +408,12 @@ def _file_bad(
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-def _file_header(
-    frames: np.ndarray, n: int, frame_offset: int, body: np.ndarray, body_len: int
-) -> None:
-    """Row n of the frame table gets a checked frame's header; its row and status come later.
+def _file_header(f: np.void, frame_offset: int, body: np.ndarray, body_len: int) -> None:
+    """Frame-table row f gets a checked frame's header; its row and status come later.
 
     Only a frame whose CRC matched gets here, so its header can be trusted;
     ``length`` is header + payload bytes.
     """
-    f = frames[n]
     f["offset"] = frame_offset
     f["row"] = -1
     f["msg_type"] = body[1]
