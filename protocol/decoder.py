@@ -44,6 +44,7 @@ _RULES = rule_table()
 _REC_SIZE = np.zeros(256, np.int64)
 for _lay in all_layouts():
     _REC_SIZE[_lay.spec.msg_type] = _lay.dtype.itemsize
+_CHECKS = k.FrameChecks(rules=_RULES, crc_tables=k.CRC_TABLES)
 _NAMES = {spec.msg_type: spec.name for spec in BY_TYPE.values()}
 STATUS_NAMES = {
     k.OK: "ok",
@@ -142,11 +143,13 @@ class StreamDecoder:
         self._pending = np.zeros(0, np.uint8)
         self._offset = 0  # stream offset of _pending[0]
         self._overflow_start = -1
-        self._seq_state = np.zeros((256, 3), np.int64)
-        self._boot = np.zeros(2, np.int64)
-        self._lost = np.zeros(256, np.int64)
-        self._bad = np.zeros(len(k.BAD_REASONS), np.int64)
-        self._misc = np.zeros(4, np.int64)
+        self._accounts = k.StreamAccounts(
+            seq_state=np.zeros((256, 3), np.int64),
+            boot=np.zeros(2, np.int64),
+            lost=np.zeros(256, np.int64),
+            bad=np.zeros(len(k.BAD_REASONS), np.int64),
+            misc=np.zeros(4, np.int64),
+        )
         self._per_type = np.zeros(256, np.int64)
 
     @property
@@ -162,7 +165,7 @@ class StreamDecoder:
     @property
     def bad_total(self) -> int:
         """Bad frames so far, all reasons (cheap enough to ask per chunk)."""
-        return int(self._bad.sum())
+        return int(self._accounts.bad.sum())
 
     def feed(self, chunk: bytes | bytearray | memoryview | np.ndarray) -> Decoded:
         data = np.frombuffer(chunk, np.uint8) if not isinstance(chunk, np.ndarray) else chunk
@@ -175,39 +178,27 @@ class StreamDecoder:
         sizes = bound * _REC_SIZE
         region = np.zeros(256, np.int64)
         np.cumsum(sizes[:-1], out=region[1:])
-        records = np.zeros(int(sizes.sum()), np.uint8)
-        frames = np.empty(delimiters, FRAME_DTYPE)
-        per_type = np.zeros(256, np.int64)
-        raw = np.empty(len(buf), np.uint8)
-        n, consumed = k.scan(
-            buf,
-            self._offset,
-            self._overflow_start,
-            _RULES,
-            k.CRC_TABLES,
-            self._seq_state,
-            self._boot,
-            self._lost,
-            self._bad,
-            self._misc,
-            frames,
-            per_type,
-            region,
-            _REC_SIZE,
-            records,
-            raw,
+        out = k.FrameTables(
+            frames=np.empty(delimiters, FRAME_DTYPE),
+            per_type=np.zeros(256, np.int64),
+            region=region,
+            rec_size=_REC_SIZE,
+            records=np.zeros(int(sizes.sum()), np.uint8),
+            raw=np.empty(len(buf), np.uint8),
         )
+        n, consumed = k.scan(buf, self._offset, self._overflow_start, _CHECKS, self._accounts, out)
         if n:
             self._overflow_start = -1
         self._hold(buf, consumed)
-        self._per_type += per_type
-        frames = frames[:n]
+        self._per_type += out.per_type
+        frames = out.frames[:n]
         tables = {}
-        for t in np.flatnonzero(per_type):
+        for t in np.flatnonzero(out.per_type):
             lay = layout(int(t))
             start = region[t]
-            tables[lay.spec.name] = records[start : start + sizes[t]].view(lay.dtype)[: per_type[t]]
-        return Decoded(frames, tables, self._unknown(frames, raw), self.pending_bytes)
+            records = out.records[start : start + sizes[t]]
+            tables[lay.spec.name] = records.view(lay.dtype)[: out.per_type[t]]
+        return Decoded(frames, tables, self._unknown(frames, out.raw), self.pending_bytes)
 
     def _hold(self, buf: np.ndarray, consumed: int) -> None:
         """Keep the unfinished frame after ``consumed``, unless it is too long.
@@ -247,13 +238,14 @@ class StreamDecoder:
         return unknown
 
     def stats(self) -> Stats:
+        acc = self._accounts
         return Stats(
-            frames=int(self._misc[k.M_FRAMES]),
-            unknown=int(self._misc[k.M_UNKNOWN]),
-            duplicates=int(self._misc[k.M_DUPLICATES]),
-            reboots=int(self._misc[k.M_BOOTS]),
-            bad={reason: int(c) for reason, c in zip(k.BAD_REASONS, self._bad) if c},
-            lost={node: int(c) for node, c in enumerate(self._lost) if c},
+            frames=int(acc.misc[k.M_FRAMES]),
+            unknown=int(acc.misc[k.M_UNKNOWN]),
+            duplicates=int(acc.misc[k.M_DUPLICATES]),
+            reboots=int(acc.misc[k.M_BOOTS]),
+            bad={reason: int(c) for reason, c in zip(k.BAD_REASONS, acc.bad) if c},
+            lost={node: int(c) for node, c in enumerate(acc.lost) if c},
             per_type={_NAMES[t]: int(c) for t, c in enumerate(self._per_type) if c},
         )
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -80,6 +81,14 @@ class Geometry:
     mouth_b: np.ndarray
     mouth_n: np.ndarray  # (6, 2) unit normal pointing out of the table
 
+    def cushions(self) -> Cushions:
+        """The cushion lines as the kernels take them."""
+        return Cushions(self.cush_axis, self.cush_limit, self.cush_sign, self.cush_lo, self.cush_hi)
+
+    def pockets(self) -> Pockets:
+        """The jaws and mouths as the kernels take them."""
+        return Pockets(self.jaw_xy, self.mouth_a, self.mouth_b, self.mouth_n)
+
     @classmethod
     def of(cls, table: Table, config: PhysicsConfig) -> Geometry:
         L, W, R = table.length_mm, table.width_mm, table.ball_mm / 2
@@ -132,11 +141,83 @@ class Geometry:
         )
 
 
+# ---------------------------------------------------------------- kernel state
+
+
+class Balls(NamedTuple):
+    """The balls' state, one row per ball (``N_BALLS``); the kernels change it in place.
+
+    ``p`` float64 (n, 2): centre, mm.  ``v`` float64 (n, 2): velocity, mm/s.
+    ``s`` float64 (n, 2): the velocity the ball's rolling spin would give it
+    (``s == v`` rolling, ``s == 0`` a stun).  ``wz`` float64 (n,): spin about
+    the vertical, rad/s.  ``present`` bool (n,): on the table.
+    """
+
+    p: np.ndarray
+    v: np.ndarray
+    s: np.ndarray
+    wz: np.ndarray
+    present: np.ndarray
+
+
+class Motion(NamedTuple):
+    """What each ball does until something happens to it, from :func:`_motion`.
+
+    ``accel`` float64 (n, 2): its constant acceleration, mm/s².  ``phase``
+    int64 (n,): REST, SLIDING or ROLLING.  ``own_dt`` float64 (n,): time to
+    its own next transition (inf: none).  ``own_kind`` int64 (n,): that
+    transition, EV_ROLL, EV_STOP or EV_SPIN_STOP (0: none).
+    """
+
+    accel: np.ndarray
+    phase: np.ndarray
+    own_dt: np.ndarray
+    own_kind: np.ndarray
+
+
+class Friction(NamedTuple):
+    """The decelerations of the cloth: sliding and rolling in mm/s², spin in rad/s²."""
+
+    slide_decel: float
+    roll_decel: float
+    spin_decel: float
+
+
+class Cushions(NamedTuple):
+    """The six cushion noses as lines the ball's centre reaches, in ICD §6 order.
+
+    Cushion k: centre coordinate ``axis[k]`` (int64, 0 = x, 1 = y) reaches
+    ``limit[k]`` (mm) moving in direction ``sign[k]`` (±1), valid while the
+    other coordinate lies in [``lo[k]``, ``hi[k]``] (float64 (6,) each).
+    """
+
+    axis: np.ndarray
+    limit: np.ndarray
+    sign: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+class Pockets(NamedTuple):
+    """The pockets as the kernels see them: the jaws a ball can hit and the mouths it falls through.
+
+    ``jaw_xy`` float64 (12, 2): the cushion-nose ends at the pockets.
+    ``mouth_a``, ``mouth_b`` float64 (6, 2): the jaw points of each pocket;
+    ``mouth_n`` float64 (6, 2): the mouth's unit normal out of the table.
+    """
+
+    jaw_xy: np.ndarray
+    mouth_a: np.ndarray
+    mouth_b: np.ndarray
+    mouth_n: np.ndarray
+
+
 # ---------------------------------------------------------------- polynomial roots
 
 
 @numba.njit(cache=True)
 def _peval(c: np.ndarray, n: int, t: float) -> float:
+    """The polynomial of degree n with ascending coefficients c at t (Horner: one rounding a step)."""
     r = 0.0
     for k in range(n, -1, -1):
         r = r * t + c[k]
@@ -231,12 +312,19 @@ def _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, dist, c):
     c[0] = dpx * dpx + dpy * dpy - dist * dist
 
 
-# ---------------------------------------------------------------- motion
-
-
 @numba.njit(cache=True)
-def _motion(v, s, wz, present, mu_s_g, mu_r_g, spin_decel, a, phase, horizon, hkind):
-    """Per ball: acceleration, phase and the time and kind of its next own transition."""
+def _motion(balls: Balls, friction: Friction, motion: Motion) -> None:
+    """Per ball: acceleration, phase and the time and kind of its next own transition.
+
+    Between events a ball's acceleration is constant and fixed by its phase:
+    friction against the slip while sliding, rolling resistance while
+    rolling, none at rest.  So besides contacts the engine only needs when
+    each ball changes phase on its own: the slip closes (EV_ROLL), it stops
+    (EV_STOP) or its vertical spin dies (EV_SPIN_STOP).
+    """
+    v, s, wz, present = balls.v, balls.s, balls.wz, balls.present
+    a, phase, horizon, hkind = motion
+    mu_s_g, mu_r_g, spin_decel = friction
     for i in range(v.shape[0]):
         a[i, 0] = 0.0
         a[i, 1] = 0.0
@@ -269,7 +357,16 @@ def _motion(v, s, wz, present, mu_s_g, mu_r_g, spin_decel, a, phase, horizon, hk
 
 
 @numba.njit(cache=True)
-def _advance(p, v, s, wz, a, phase, present, dt, spin_decel):
+def _advance(balls: Balls, motion: Motion, dt: float, spin_decel: float) -> None:
+    """Carry every ball dt seconds along its parabola; nothing happens on the way.
+
+    The caller chose dt as the time of the next event, so no ball changes
+    phase or touches anything before it: the closed form is exact.  A
+    sliding ball's spin velocity gains 5/2 of what friction takes from its
+    velocity (a solid sphere); a rolling ball's spin stays equal to it.
+    """
+    p, v, s, wz, present = balls
+    a, phase = motion.accel, motion.phase
     for i in range(p.shape[0]):
         if not present[i]:
             continue
@@ -296,109 +393,182 @@ def _advance(p, v, s, wz, a, phase, present, dt, spin_decel):
 
 @numba.njit(cache=True)
 def _next_event(
-    p,
-    v,
-    a,
-    phase,
-    present,
-    horizon,
-    hkind,
-    h_limit,
-    radius,
-    cush_axis,
-    cush_limit,
-    cush_sign,
-    cush_lo,
-    cush_hi,
-    jaw_xy,
-    mouth_a,
-    mouth_b,
-    mouth_n,
-):
-    """The earliest event within h_limit: (dt, kind, i, j); kind 0 when none."""
-    nb = p.shape[0]
-    best = h_limit
-    kind, bi, bj = 0, -1, -1
-    for i in range(nb):
-        if present[i] and horizon[i] < best:
-            best, kind, bi, bj = horizon[i], hkind[i], i, -1
-    c = np.zeros(5)
+    balls: Balls,
+    motion: Motion,
+    cushions: Cushions,
+    pockets: Pockets,
+    radius: float,
+    h_limit: float,
+) -> tuple[float, int, int, int]:
+    """The earliest event within h_limit: (dt, kind, i, j); kind 0 when none.
+
+    The driver: the balls' own transitions first, then for every moving ball
+    the first contact with another ball, a cushion line, a jaw and a pocket
+    mouth, each step in turn.  A step gets the earliest time found so far
+    and returns an earlier one with its partner, or that time and -1: so
+    each search is bounded by the best so far, and on a tie the first found
+    wins (ball, cushion, jaw, mouth; lower indices first).  ``i`` is the
+    ball; ``j`` the other ball, the cushion, the jaw or the pocket.
+    """
+    p, v, _s, _wz, present = balls
+    a, phase, own_dt, own_kind = motion
+    best, kind, bi = _first_transition(present, own_dt, own_kind, h_limit)
+    bj = -1
+    c = np.zeros(5)  # polynomial coefficients, shared scratch of the steps
     work = np.empty(6)
-    d = 2.0 * radius
-    tol = 1e-6 * d
-    for i in range(nb):
+    for i in range(p.shape[0]):
         if not present[i] or phase[i] == REST:
             continue
-        # ball-ball pairs with a moving first member (or a moving lower-index partner)
-        for j in range(nb):
-            if j == i or not present[j] or (phase[j] != REST and j < i):
-                continue
-            dpx = p[j, 0] - p[i, 0]
-            dpy = p[j, 1] - p[i, 1]
-            dvx = v[j, 0] - v[i, 0]
-            dvy = v[j, 1] - v[i, 1]
-            dax = a[j, 0] - a[i, 0]
-            day = a[j, 1] - a[i, 1]
-            reach = math.hypot(dvx, dvy) * best + 0.5 * math.hypot(dax, day) * best * best
-            if math.hypot(dpx, dpy) - d > reach + 1e-9:
-                continue
-            _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, d, c)
-            t = _first_entry(c, 4, best, tol * d, work)
-            if t < best:
-                best, kind, bi, bj = t, EV_BALL, i, j
-        # cushion lines
-        for k in range(6):
-            ax = cush_axis[k]
-            sg = cush_sign[k]
-            c[0] = sg * (cush_limit[k] - p[i, ax])
-            c[1] = -sg * v[i, ax]
-            c[2] = -0.5 * sg * a[i, ax]
-            if c[0] > radius + 1e-9 and c[1] >= 0.0 and c[2] >= 0.0:
-                continue
-            t = _first_entry(c, 2, best, 1e-9, work)
-            if t < best:
-                ot = 1 - ax
-                q = p[i, ot] + v[i, ot] * t + 0.5 * a[i, ot] * t * t
-                if cush_lo[k] <= q <= cush_hi[k]:
-                    best, kind, bi, bj = t, EV_CUSHION, i, k
-        # jaws and mouths only near a pocket
-        for k in range(jaw_xy.shape[0]):
-            dpx = p[i, 0] - jaw_xy[k, 0]
-            dpy = p[i, 1] - jaw_xy[k, 1]
-            reach = (
-                math.hypot(v[i, 0], v[i, 1]) * best
-                + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best
-            )
-            if math.hypot(dpx, dpy) - radius > reach + 1e-9:
-                continue
-            _contact_coeffs(dpx, dpy, v[i, 0], v[i, 1], a[i, 0], a[i, 1], radius, c)
-            t = _first_entry(c, 4, best, tol * radius, work)
-            if t < best:
-                best, kind, bi, bj = t, EV_JAW, i, k
-        for k in range(6):
-            nx = mouth_n[k, 0]
-            ny = mouth_n[k, 1]
-            c[0] = -(nx * (p[i, 0] - mouth_a[k, 0]) + ny * (p[i, 1] - mouth_a[k, 1]))
-            if (
-                c[0]
-                > 3.0 * radius
-                + math.hypot(v[i, 0], v[i, 1]) * best
-                + 1e-9
-                + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best
-            ):
-                continue
-            c[1] = -(nx * v[i, 0] + ny * v[i, 1])
-            c[2] = -0.5 * (nx * a[i, 0] + ny * a[i, 1])
-            t = _first_entry(c, 2, best, 1e-9, work)
-            if t < best:
-                qx = p[i, 0] + v[i, 0] * t + 0.5 * a[i, 0] * t * t
-                qy = p[i, 1] + v[i, 1] * t + 0.5 * a[i, 1] * t * t
-                ex = mouth_b[k, 0] - mouth_a[k, 0]
-                ey = mouth_b[k, 1] - mouth_a[k, 1]
-                u = ((qx - mouth_a[k, 0]) * ex + (qy - mouth_a[k, 1]) * ey) / (ex * ex + ey * ey)
-                if 0.0 <= u <= 1.0:
-                    best, kind, bi, bj = t, EV_POCKET, i, k
+        t, j = _first_ball_contact(i, p, v, a, phase, present, radius, best, c, work)
+        if j >= 0:
+            best, kind, bi, bj = t, EV_BALL, i, j
+        t, k = _first_cushion(i, p, v, a, cushions, radius, best, c, work)
+        if k >= 0:
+            best, kind, bi, bj = t, EV_CUSHION, i, k
+        t, k = _first_jaw(i, p, v, a, pockets.jaw_xy, radius, best, c, work)
+        if k >= 0:
+            best, kind, bi, bj = t, EV_JAW, i, k
+        t, k = _first_mouth(i, p, v, a, pockets, radius, best, c, work)
+        if k >= 0:
+            best, kind, bi, bj = t, EV_POCKET, i, k
     return best, kind, bi, bj
+
+
+@numba.njit(cache=True)
+def _first_transition(
+    present: np.ndarray, own_dt: np.ndarray, own_kind: np.ndarray, h_limit: float
+) -> tuple[float, int, int]:
+    """The first own transition (roll, stop, spin stop) before h_limit: (dt, kind, ball).
+
+    (h_limit, 0, -1) when none comes sooner; these need no root finding.
+    """
+    best = h_limit
+    kind, bi = 0, -1
+    for i in range(present.shape[0]):
+        if present[i] and own_dt[i] < best:
+            best, kind, bi = own_dt[i], own_kind[i], i
+    return best, kind, bi
+
+
+@numba.njit(cache=True)
+def _reach(speed: float, accel: float, t: float) -> float:
+    """How far a relative motion of this speed and acceleration can carry in t: a pruning bound."""
+    return speed * t + 0.5 * accel * t * t
+
+
+@numba.njit(cache=True)
+def _first_ball_contact(i, p, v, a, phase, present, radius, best, c, work):
+    """Moving ball i's first touch of another ball before best: (t, other), or (best, -1).
+
+    Each pair is searched once: a moving partner of lower index already
+    searched it as its own first member.  A pair too far apart to close the
+    gap within best is skipped before the quartic is solved.
+    """
+    d = 2.0 * radius
+    tol = 1e-6 * d
+    found = -1
+    for j in range(p.shape[0]):
+        if j == i or not present[j] or (phase[j] != REST and j < i):
+            continue
+        dpx = p[j, 0] - p[i, 0]
+        dpy = p[j, 1] - p[i, 1]
+        dvx = v[j, 0] - v[i, 0]
+        dvy = v[j, 1] - v[i, 1]
+        dax = a[j, 0] - a[i, 0]
+        day = a[j, 1] - a[i, 1]
+        reach = _reach(math.hypot(dvx, dvy), math.hypot(dax, day), best)
+        if math.hypot(dpx, dpy) - d > reach + 1e-9:
+            continue
+        _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, d, c)
+        t = _first_entry(c, 4, best, tol * d, work)
+        if t < best:
+            best, found = t, j
+    return best, found
+
+
+@numba.njit(cache=True)
+def _first_cushion(i, p, v, a, cushions, radius, best, c, work):
+    """Ball i's first arrival at a cushion line before best: (t, cushion), or (best, -1).
+
+    The centre reaches the line when one coordinate crosses its limit (a
+    quadratic); it counts only where the other coordinate is within the
+    cushion's straight part (the jaws and mouths cover the rest).
+    """
+    axis, limit, sign, lo, hi = cushions
+    found = -1
+    for k in range(6):
+        ax = axis[k]
+        sg = sign[k]
+        c[0] = sg * (limit[k] - p[i, ax])
+        c[1] = -sg * v[i, ax]
+        c[2] = -0.5 * sg * a[i, ax]
+        if c[0] > radius + 1e-9 and c[1] >= 0.0 and c[2] >= 0.0:
+            continue  # away from the line and not turning towards it
+        t = _first_entry(c, 2, best, 1e-9, work)
+        if t < best:
+            ot = 1 - ax
+            q = p[i, ot] + v[i, ot] * t + 0.5 * a[i, ot] * t * t
+            if lo[k] <= q <= hi[k]:
+                best, found = t, k
+    return best, found
+
+
+@numba.njit(cache=True)
+def _first_jaw(i, p, v, a, jaw_xy, radius, best, c, work):
+    """Ball i's first touch of a pocket jaw (a cushion-nose end) before best: (t, jaw), or (best, -1).
+
+    A jaw is a point, so the contact is the ball's distance to it falling to
+    one radius (a quartic); jaws out of reach within best are skipped.
+    """
+    tol = 1e-6 * (2.0 * radius)
+    found = -1
+    for k in range(jaw_xy.shape[0]):
+        dpx = p[i, 0] - jaw_xy[k, 0]
+        dpy = p[i, 1] - jaw_xy[k, 1]
+        reach = _reach(math.hypot(v[i, 0], v[i, 1]), math.hypot(a[i, 0], a[i, 1]), best)
+        if math.hypot(dpx, dpy) - radius > reach + 1e-9:
+            continue
+        _contact_coeffs(dpx, dpy, v[i, 0], v[i, 1], a[i, 0], a[i, 1], radius, c)
+        t = _first_entry(c, 4, best, tol * radius, work)
+        if t < best:
+            best, found = t, k
+    return best, found
+
+
+@numba.njit(cache=True)
+def _first_mouth(i, p, v, a, pockets, radius, best, c, work):
+    """Ball i's centre first crossing a pocket mouth before best: (t, pocket), or (best, -1).
+
+    The centre crossing the mouth line between the pocket's two jaw points
+    is the ball falling in (EV_POCKET).  Mouths farther than the ball can
+    travel within best (plus three radii) are skipped.
+    """
+    mouth_a, mouth_b, mouth_n = pockets.mouth_a, pockets.mouth_b, pockets.mouth_n
+    found = -1
+    for k in range(6):
+        nx = mouth_n[k, 0]
+        ny = mouth_n[k, 1]
+        c[0] = -(nx * (p[i, 0] - mouth_a[k, 0]) + ny * (p[i, 1] - mouth_a[k, 1]))
+        if (
+            c[0]
+            > 3.0 * radius
+            + math.hypot(v[i, 0], v[i, 1]) * best
+            + 1e-9
+            + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best
+        ):
+            continue
+        c[1] = -(nx * v[i, 0] + ny * v[i, 1])
+        c[2] = -0.5 * (nx * a[i, 0] + ny * a[i, 1])
+        t = _first_entry(c, 2, best, 1e-9, work)
+        if t < best:
+            qx = p[i, 0] + v[i, 0] * t + 0.5 * a[i, 0] * t * t
+            qy = p[i, 1] + v[i, 1] * t + 0.5 * a[i, 1] * t * t
+            ex = mouth_b[k, 0] - mouth_a[k, 0]
+            ey = mouth_b[k, 1] - mouth_a[k, 1]
+            u = ((qx - mouth_a[k, 0]) * ex + (qy - mouth_a[k, 1]) * ey) / (ex * ex + ey * ey)
+            if 0.0 <= u <= 1.0:
+                best, found = t, k
+    return best, found
 
 
 # ---------------------------------------------------------------- engine
@@ -492,23 +662,17 @@ class Table2D:
         self.events: list[RawEvent] = []
         self.segments = Segments()
         self._drives: dict[int, tuple[float, np.ndarray]] = {}  # ball -> (tip contact end, stroke)
+        # the kernels' views of the same arrays (updated in place, never rebound)
+        self.balls = Balls(self.p, self.v, self.s, self.wz, self.present)
+        self.motion = Motion(self.a, self.phase, self.horizon, self.hkind)
+        self._cushions, self._pockets = self.geo.cushions(), self.geo.pockets()
         g = G_MM_S2
-        self._k = (config.mu_slide * g, config.mu_roll * g, config.spin_decel_rad_s2)
+        self._friction = Friction(config.mu_slide * g, config.mu_roll * g, config.spin_decel_rad_s2)
         self._update_motion()
 
     # -- state helpers
     def _update_motion(self) -> None:
-        _motion(
-            self.v,
-            self.s,
-            self.wz,
-            self.present,
-            *self._k,
-            self.a,
-            self.phase,
-            self.horizon,
-            self.hkind,
-        )
+        _motion(self.balls, self._friction, self.motion)
 
     def state_bits(self, i: int) -> int:
         if self.phase[i] != REST:
@@ -572,7 +736,7 @@ class Table2D:
     def run_until(self, t_end: float = math.inf) -> None:
         """Advance to t_end, or until every ball is at rest when t_end is inf."""
         geo = self.geo
-        spin = self._k[2]
+        spin = self._friction.spin_decel
         count = 0
         while True:
             h = t_end - self.t
@@ -581,26 +745,14 @@ class Table2D:
             if math.isinf(h) and not self.moving().any():
                 return
             dt, kind, i, j = _next_event(
-                self.p,
-                self.v,
-                self.a,
-                self.phase,
-                self.present,
-                self.horizon,
-                self.hkind,
-                h if not math.isinf(h) else 1e9,
+                self.balls,
+                self.motion,
+                self._cushions,
+                self._pockets,
                 geo.radius,
-                geo.cush_axis,
-                geo.cush_limit,
-                geo.cush_sign,
-                geo.cush_lo,
-                geo.cush_hi,
-                geo.jaw_xy,
-                geo.mouth_a,
-                geo.mouth_b,
-                geo.mouth_n,
+                h if not math.isinf(h) else 1e9,
             )
-            _advance(self.p, self.v, self.s, self.wz, self.a, self.phase, self.present, dt, spin)
+            _advance(self.balls, self.motion, dt, spin)
             self.t += dt
             if kind == 0:
                 self.t = t_end
