@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from . import kernels as k
-from .catalogue import BY_TYPE, HEADER_SIZE
-from .framing import BadFrame, Message, UnknownFrame
+from .catalogue import BY_TYPE, HEADER_SIZE, crc32
+from .framing import BadFrame, Message, Retransmission, UnknownFrame, parse_body
 from .layout import COUNTED, GREEDY, PREFIX_SIZE, all_layouts, layout, rule_table
 
 FRAME_DTYPE = np.dtype(
@@ -80,11 +80,12 @@ class Decoded:
     unknown: list[UnknownFrame]
     pending_bytes: int = 0  # an unfinished frame after this feed
     stats: Stats | None = None  # totals, filled in by decode_capture
+    duplicates: list[Retransmission] = field(default_factory=list)  # row of a DUPLICATE frame
 
     def __len__(self) -> int:
         return len(self.frames)
 
-    def items(self) -> Iterator[Message | BadFrame | UnknownFrame]:
+    def items(self) -> Iterator[Message | BadFrame | UnknownFrame | Retransmission]:
         """Every frame as a Python object, in stream order (printing, live use)."""
         for f in self.frames:
             status = int(f["status"])
@@ -93,6 +94,8 @@ class Decoded:
                 yield record_message(self.tables[name][f["row"]])
             elif status == k.UNKNOWN:
                 yield self.unknown[int(f["row"])]
+            elif status == k.DUPLICATE:
+                yield self.duplicates[int(f["row"])]
             elif status >= k.BAD_COBS:
                 yield BadFrame(STATUS_NAMES[status], int(f["offset"]), int(f["length"]))
 
@@ -198,7 +201,9 @@ class StreamDecoder:
             start = region[t]
             records = out.records[start : start + sizes[t]]
             tables[lay.spec.name] = records.view(lay.dtype)[: out.per_type[t]]
-        return Decoded(frames, tables, self._unknown(frames, out.raw), self.pending_bytes)
+        unknown = self._unknown(frames, out.raw)
+        duplicates = self._duplicates(frames, out.raw)
+        return Decoded(frames, tables, unknown, self.pending_bytes, None, duplicates)
 
     def _hold(self, buf: np.ndarray, consumed: int) -> None:
         """Keep the unfinished frame after ``consumed``, unless it is too long.
@@ -236,6 +241,20 @@ class StreamDecoder:
                 )
             )
         return unknown
+
+    @staticmethod
+    def _duplicates(frames: np.ndarray, raw: np.ndarray) -> list[Retransmission]:
+        """Each retransmission's body, parsed as any frame (its CRC was checked already)."""
+        found: list[Retransmission] = []
+        for r in np.flatnonzero(frames["status"] == k.DUPLICATE):
+            f = frames[r]
+            s = int(f["row"])
+            body = raw[s : s + int(f["length"])].tobytes()
+            f["row"] = len(found)
+            parsed = parse_body(body + crc32(body).to_bytes(4, "little"), int(f["offset"]))
+            assert not isinstance(parsed, BadFrame), parsed  # the kernel checked it
+            found.append(Retransmission(parsed))
+        return found
 
     def stats(self) -> Stats:
         acc = self._accounts

@@ -119,6 +119,14 @@ def encode_frame(msg: str | int, **kwargs: Any) -> bytes:
     return encode_body(build_body(msg, **kwargs))
 
 
+@dataclass(frozen=True)
+class Retransmission:
+    """A good frame its sender had already delivered (flags bit 0, a ``seq`` seen before):
+    shown by the printer as it is on the wire, never taken twice by the pipeline."""
+
+    frame: Message | UnknownFrame
+
+
 def parse_frame(encoded: bytes, offset: int = -1) -> Message | BadFrame | UnknownFrame:
     """Decode the bytes between two delimiters, checking in the ICD's order.
 
@@ -129,23 +137,29 @@ def parse_frame(encoded: bytes, offset: int = -1) -> Message | BadFrame | Unknow
         body = cobs.decode(encoded)
     except cobs.DecodeError:
         return BadFrame("cobs", offset, len(encoded))
+    return parse_body(body, offset, len(encoded))
+
+
+def parse_body(body: bytes, offset: int = -1, length: int = 0) -> Message | BadFrame | UnknownFrame:
+    """A frame's body (COBS undone, CRC included) through the checks after COBS;
+    ``length`` is the bytes it took on the wire, for a bad frame's report."""
     if not MIN_BODY <= len(body) <= MAX_BODY:
-        return BadFrame("length", offset, len(encoded))
+        return BadFrame("length", offset, length)
     if crc32(body[:-4]) != int.from_bytes(body[-4:], "little"):
-        return BadFrame("crc", offset, len(encoded))
+        return BadFrame("crc", offset, length)
     if body[0] != PROTOCOL_VERSION:
-        return BadFrame("version", offset, len(encoded))
+        return BadFrame("version", offset, length)
     payload = body[HEADER_SIZE:-4]
     msg_type = body[1]
     if msg_type not in BY_TYPE:
         h = Header.parse(body)
         return UnknownFrame(msg_type, h.node, h.seq, h.t_us, h.flags, bytes(payload), offset)
     if not layout(msg_type).payload_ok(payload):
-        return BadFrame("payload length", offset, len(encoded))
+        return BadFrame("payload length", offset, length)
     try:
         parsed = Body.parse(body, payload_len=len(payload)).data.value
     except (ChecksumError, ConstructError, UnicodeDecodeError):
-        return BadFrame("payload length", offset, len(encoded))
+        return BadFrame("payload length", offset, length)
     h = parsed.header
     return Message(
         BY_TYPE[msg_type].name,

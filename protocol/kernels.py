@@ -341,11 +341,12 @@ def scan(
         _file_header(f, frame_offset, body, body_len)
         if body[1] == _HELLO and status == OK and body[2] == 0:
             _note_boot(_u32(body, _BOOT_ID_AT), accounts)
-        if not _account(body[2], _u16(body, 4), (body[3] & 1) != 0, seq_state, lost):
-            status = DUPLICATE
-            misc[M_DUPLICATES] += 1
-        elif status == UNKNOWN:
-            misc[M_UNKNOWN] += 1
+        duplicate = not _account(body[2], _u16(body, 4), (body[3] & 1) != 0, seq_state, lost)
+        if duplicate or status == UNKNOWN:
+            # kept as raw bytes for the printer (decode shows the wire as it is), never as a
+            # record the pipeline would take twice; raw holds len(buf) >= every body's bytes
+            misc[M_DUPLICATES if duplicate else M_UNKNOWN] += 1
+            status = DUPLICATE if duplicate else UNKNOWN
             f["row"] = raw_used
             raw[raw_used : raw_used + body_len] = body[:body_len]
             raw_used += body_len

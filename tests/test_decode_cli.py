@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from firmware_host.cli import main
 from protocol.catalogue import MESSAGES
 
 
@@ -35,11 +36,16 @@ def test_decode_json_lines_follow_events_md(vector_capture, vectors):
     assert done.returncode == 1  # the capture holds bad frames: reported, finished
     lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
     summary = lines.pop()["summary"]
-    good = [line for line in lines if "type" in line and line["type"] != "UNKNOWN"]
+    shown = [line for line in lines if "type" in line and line["type"] != "UNKNOWN"]
+    good = [line for line in shown if not line.get("duplicate")]
     bad = [line for line in lines if "error" in line]
     unknown = [line for line in lines if line.get("type") == "UNKNOWN"]
-    # the retransmitted CUE_CONTACT repeats a delivered seq: shown once
-    assert len(good) == len(vectors["frames"]) - 1
+    # every golden frame is a line; the retransmitted CUE_CONTACT repeats a delivered seq:
+    # marked, and counted under duplicates, not frames (EVENTS.md)
+    assert len(shown) == len(vectors["frames"])
+    (again,) = [line for line in shown if line.get("duplicate")]
+    assert again["type"] == "CUE_CONTACT" and again["flags"] & 1
+    assert summary["duplicates"] == 1
     assert [b["error"] for b in bad] == [f["reason"] for f in vectors["bad_frames"]]
     assert all(set(b) == {"offset", "error", "length"} for b in bad)
     assert unknown[0]["msg_type"] == 0x7E and unknown[0]["payload_hex"] == "aabb"
@@ -103,3 +109,50 @@ def test_dump_lists_every_message_and_field_from_the_catalogue():
         ("pos_mm", 11),
         ("amplitude", 13),
     ]
+
+
+def _frames(*frames: tuple[str, int, int, int]) -> bytes:
+    """(type, node, seq, flags) frames as a capture: cushion hits and cue contacts."""
+    from protocol.framing import encode_frame
+
+    fields = {
+        "CUSHION_HIT": {"cushion": 1, "pos_mm": 2, "amplitude": 3},
+        "CUE_CONTACT": {"duration_us": 900, "peak_force_dn": 40},
+    }
+    return b"".join(
+        encode_frame(name, node=node, seq=seq, t_us=1_000_000 * seq, flags=flags, **fields[name])
+        for name, node, seq, flags in frames
+    )
+
+
+WIRE = [("CUSHION_HIT", 1, 5, 0), ("CUSHION_HIT", 1, 5, 1), ("CUE_CONTACT", 3, 6, 0)]
+WIRE += [("CUSHION_HIT", 1, 6, 0)]
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"),
+    [
+        ([], [(1, 5, False), (1, 5, True), (3, 6, False), (1, 6, False)]),
+        (["--node", "3"], [(3, 6, False)]),
+        (["--node", "1", "--type", "CUSHION_HIT"], [(1, 5, False), (1, 5, True), (1, 6, False)]),
+        (["--from", "5.5"], [(3, 6, False), (1, 6, False)]),
+        (["--to", "5.5"], [(1, 5, False), (1, 5, True)]),
+    ],
+)
+def test_decode_shows_every_frame_a_retransmission_marked_and_filters_only_lines(
+    tmp_path, capsys, options, shown
+):
+    """Issue 11.1: a retransmission of a frame already delivered is a line with
+    "duplicate": true, counted under duplicates (not frames); filters never change the
+    summary."""
+    capture = tmp_path / "dup.bin"
+    capture.write_bytes(_frames(*WIRE))
+    assert main(["decode", "--json", str(capture), *options]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    *frames, summary = lines
+    got = [(f["node"], f["seq"], f.get("duplicate", False)) for f in frames]
+    assert got == shown
+    assert (summary["summary"]["frames"], summary["summary"]["duplicates"]) == (3, 1)
+    assert main(["decode", str(capture), *options]) == 0
+    text = capsys.readouterr().out
+    assert text.count("DUPLICATE (already delivered)") == sum(d for _, _, d in shown)

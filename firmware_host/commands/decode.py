@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from ..cliutil import dumps
+from ..cliutil import dumps, finite_float, int_in
 
 CHUNK = 1 << 20
 
@@ -37,11 +37,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="only these message types (repeatable; e.g. CUSHION_HIT)",
     )
+    parser.add_argument(
+        "--node",
+        action="append",
+        type=int_in(0, 255),
+        metavar="N",
+        help="only frames from these nodes (repeatable; 0 the hub, 3 the cue, ...)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="t_from",
+        type=finite_float(0, 2**32 / 1e6),
+        metavar="S",
+        help="only frames stamped at or after S seconds of their sender's clock (the hub's "
+        "for node 0; ICD 3)",
+    )
+    parser.add_argument(
+        "--to",
+        dest="t_to",
+        type=finite_float(0, 2**32 / 1e6),
+        metavar="S",
+        help="only frames stamped before S seconds of their sender's clock",
+    )
 
 
 def _json_line(item: Any) -> dict[str, Any]:
-    from protocol.framing import BadFrame, Message
+    from protocol.framing import BadFrame, Message, Retransmission
 
+    if isinstance(item, Retransmission):
+        return _json_line(item.frame) | {"duplicate": True}
     if isinstance(item, BadFrame):
         return {"offset": item.offset, "error": item.reason, "length": item.length}
     header = {
@@ -75,8 +99,10 @@ def _fields_text(fields: dict[str, Any]) -> str:
 
 def _text_line(item: Any) -> str:
     from protocol.catalogue import NODE_NAMES
-    from protocol.framing import BadFrame, Message
+    from protocol.framing import BadFrame, Message, Retransmission
 
+    if isinstance(item, Retransmission):
+        return _text_line(item.frame) + "  DUPLICATE (already delivered)"
     if isinstance(item, BadFrame):
         return f"{item.offset:>10}  {'-':<8} {'-':>5} {'-':>10}  BAD {item.reason} ({item.length} bytes)"
     node = NODE_NAMES.get(item.node, str(item.node))
@@ -85,6 +111,20 @@ def _text_line(item: Any) -> str:
     if isinstance(item, Message):
         return head + f"{item.name:<13} {_fields_text(item.fields)}{retx}"
     return head + f"UNKNOWN 0x{item.msg_type:02X}  payload={item.payload.hex()}{retx}"
+
+
+def _selected(item: Any, types: set[str] | None, args: argparse.Namespace) -> bool:
+    """The filters select lines; a bad frame has no node, type or time and passes only
+    when no filter asks for one of them.  The summary always counts everything."""
+    frame = getattr(item, "frame", item)  # a retransmission is filtered as its frame
+    if types and getattr(frame, "name", None) not in types:
+        return False
+    if args.node and getattr(frame, "node", None) not in args.node:
+        return False
+    t_us = getattr(frame, "t_us", None)
+    if args.t_from is not None and (t_us is None or t_us < args.t_from * 1e6):
+        return False
+    return args.t_to is None or (t_us is not None and t_us < args.t_to * 1e6)
 
 
 def _summary(stats: Any, pending: int, dropped: int) -> dict[str, Any]:
@@ -109,7 +149,7 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
         return
     out.write(f"\n{summary['frames']} frames decoded")
     out.write(f", {sum(summary['bad'].values())} bad, {summary['unknown']} of unknown type")
-    out.write(f", {summary['duplicates']} duplicate retransmissions dropped\n")
+    out.write(f", {summary['duplicates']} duplicate retransmissions (marked DUPLICATE)\n")
     out.writelines(f"  {name:<14} {n}\n" for name, n in summary["types"].items())
     out.writelines(f"  bad: {reason:<15} {n}\n" for reason, n in summary["bad"].items())
     out.writelines(
@@ -151,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         # Only reading is the capture's fault (exit 2); a write error is stdout's (cli.main).
         while chunk := read_chunk(source, args.capture, CHUNK):
             for item in decoder.feed(chunk).items():
-                if wanted and getattr(item, "name", None) not in wanted:
+                if not _selected(item, wanted, args):
                     continue
                 out.write(line(item) + "\n")
                 if args.strict and isinstance(item, BadFrame):
