@@ -338,6 +338,9 @@ class FusionArrays(NamedTuple):
     moved: np.ndarray
     started: np.ndarray  # (16,) per-frame scratch: balls still in the last frame, moving now
     velocity: np.ndarray  # (16, 2) per-frame scratch: velocities (mm/µs) of the pair before
+    carried_xy: np.ndarray  # (16, 2) scratch: each ball carried to an event's hub time (mm),
+    carried_on: np.ndarray  # (16,) on the table,
+    carried_pen: np.ndarray  # (16,) its attribution penalty (mm): _carried
     fit_t: np.ndarray  # (FIT_FRAMES,) ring of the last tracker frames (F_FIT_N): hub time,
     fit_xy: np.ndarray  # positions,
     fit_ok: np.ndarray  # on the table and seen (not occluded)
@@ -982,8 +985,8 @@ def _release_held(st, ev, nev, now):
 
 
 @njit(cache=True)
-def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
-    """A CUSHION_HIT on cushion c: a new impact (emitted and remembered), or one ringing.
+def _cushion_hit(st, ev, nev, rw, tracked):
+    """A CUSHION_HIT row on cushion c: a new impact (emitted and remembered), or one ringing.
 
     ICD §7: one impact may retrigger on its cushion within 4 ms at under 40 %
     of its amplitude. That is one impact ringing at one place: a hit more
@@ -991,6 +994,10 @@ def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
     or one the tracker puts on another ball at the cushion, is a new hit even
     within those bounds. A ``pos_mm`` beyond the piece is no position.
     """
+    t, c, pos, amp = rw[C_HUB], rw[CH_CUSHION], rw[CH_POS], rw[CH_AMP]
+    if not 0 <= c < 6:
+        return nev
+    xy, on, pen = st.carried_xy, st.carried_on, st.carried_pen
     D = st.geo[G_D]
     extent = st.geo[G_W] if c == 0 or c == 3 else st.geo[G_L]
     given = pos <= extent
@@ -1798,9 +1805,6 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
     nev = np.int64(0)  # not a literal 0: see NO_BALL
     nsnap = np.int64(0)
     npath = np.int64(0)
-    xy = np.empty((16, 2))  # scratch for the carried positions
-    on = np.zeros(16, np.bool_)
-    pen = np.empty(16)
     for i in range(len(index)):
         r = index[i]
         rw = store[r] if r < n_store else synthetic[r - n_store]
@@ -1825,13 +1829,11 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath
                 )
         elif mtype == T_CUSHION:
-            c = rw[CH_CUSHION]
-            if 0 <= c < 6:
-                nev = _cushion_hit(st, ev, nev, t, c, rw[CH_POS], rw[CH_AMP], tracked, xy, on, pen)
+            nev = _cushion_hit(st, ev, nev, rw, tracked)
         elif mtype == T_POCKET:
-            nev = _pocket_drop(st, ev, nev, rw, tracked, xy, on, pen)
+            nev = _pocket_drop(st, ev, nev, rw, tracked)
         elif mtype == T_LINE:
-            nev = _line_cross(st, ev, nev, rw, tracked, xy, on, pen)
+            nev = _line_cross(st, ev, nev, rw, tracked)
         elif mtype == T_CLICK:
             nev = _ball_click(st, ev, nev, rw, tracked)
         elif mtype == T_CUE:
@@ -1856,15 +1858,15 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
 
 
 @njit(cache=True)
-def _pocket_drop(st, ev, nev, rw, tracked, xy, on, pen):
+def _pocket_drop(st, ev, nev, rw, tracked):
     """A POCKET_DROP row: a pocket event, given (tracker alive) to the ball carried nearest
-    the pocket, with its colour (0, 1; else -1: not known).  ``xy``, ``on``, ``pen``:
-    scratch for the carried positions."""
+    the pocket, with its colour (0, 1; else -1: not known)."""
     t, pocket = rw[C_HUB], rw[PD_POCKET]
     if not 0 <= pocket < 6:
         return nev
     ball = -1
     if tracked:
+        xy, on, pen = st.carried_xy, st.carried_on, st.carried_pen
         _carried(st, t, xy, on, pen)
         px, py = pocket_xy(st.geo, pocket)
         ball = nearest_ball(xy, on, pen, px, py, ATTRIBUTION_LIMIT_MM)
@@ -1875,10 +1877,10 @@ def _pocket_drop(st, ev, nev, rw, tracked, xy, on, pen):
 
 
 @njit(cache=True)
-def _line_cross(st, ev, nev, rw, tracked, xy, on, pen):
+def _line_cross(st, ev, nev, rw, tracked):
     """A LINE_CROSS row from the curtain (direction 0/1 a crossing, 2 a touch): given (tracker
     alive) to the ball carried nearest its place on the line, then reported or held
-    (:func:`_line_report`).  ``xy``, ``on``, ``pen``: scratch for the carried positions."""
+    (:func:`_line_report`)."""
     t = rw[C_HUB]
     st.fs[F_LAST_ACT] = t
     line, direction = rw[LC_LINE], rw[LC_DIR]
@@ -1886,6 +1888,7 @@ def _line_cross(st, ev, nev, rw, tracked, xy, on, pen):
         return nev
     ball = -1
     if tracked:
+        xy, on, pen = st.carried_xy, st.carried_on, st.carried_pen
         _carried(st, t, xy, on, pen)
         lx, ly = line_x(st.geo, line), float(rw[LC_POS])
         ball = nearest_ball(xy, on, pen, lx, ly, ATTRIBUTION_LIMIT_MM)
