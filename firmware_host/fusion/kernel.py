@@ -1442,7 +1442,9 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
     6. the still-table check: the shot ends, or the table rests (:func:`_still_table`).
 
     ``rw`` is the row, ``tracks[rw[C_TRACK]]`` its ball records.  Returns (events,
-    snapshots, path points) written so far.
+    snapshots, path points) written so far.  The steps run on every frame are
+    ``inline="always"``: a call passing the state tuple costs per frame (the fusion
+    of the hour capture took a fifth longer with them as calls).
     """
     t = rw[C_HUB]
     n = st.fs[F_TRK_N]  # frames before this one: it goes to k, the one before is p
@@ -1471,7 +1473,7 @@ def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
     return _still_table(st, ev, nev, t, any_moving, snaps, frozen, nsnap, paths, npath)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _record_frame(st, balls, count, t):
     """A frame's first ``count`` ball records (``balls``: (16, 6) uint8, ICD BALL_TRACK:
     ball, state, x and y in 0.1 mm little-endian) at hub time t, as the newest of the
@@ -1499,7 +1501,7 @@ def _record_frame(st, balls, count, t):
     st.fs[F_FIT_N] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _layout_changed(on, on_before):
     """A ball is on the table in one frame and not in the other (``on``: (16,) per ball)."""
     for b in range(16):
@@ -1508,7 +1510,7 @@ def _layout_changed(on, on_before):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _any_moving(on, mv):
     """A ball on the table is moving or spinning in this frame (``on``, ``mv``: (16,))."""
     for b in range(16):
@@ -1517,7 +1519,7 @@ def _any_moving(on, mv):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _motion(st, ev, nev, snaps, frozen, nsnap, t):
     """The newest frame (k, hub time t) and the one before (p), a ball moving in either:
     the decisions motion drives, in order.
@@ -1556,7 +1558,7 @@ def _motion(st, ev, nev, snaps, frozen, nsnap, t):
     return nev, nsnap
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _velocities(trk_t, trk_xy, trk_on, trk_mv, n, p, q, vel):
     """``vel[b]``: ball b's velocity (mm/µs) from frame q to frame p (the two before the
     newest), 0 where b was not moving in p or not on the table in both; ``n`` frames came
@@ -1575,7 +1577,7 @@ def _velocities(trk_t, trk_xy, trk_on, trk_mv, n, p, q, vel):
             )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _trajectory_contacts(st, ev, nev, k, p, vel, dt):
     """Contacts seen in the trajectories between frames p and k (``dt`` µs apart).
 
@@ -1695,7 +1697,7 @@ def _mover_near(st, b, k, p):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _average_rest(on, mv, xy, rest_xy, rest_n):
     """Each ball still in this frame (``on``, ``mv``: (16,), ``xy``: (16, 2) mm): its mean
     position over up to ``REST_AVERAGE_FRAMES`` still frames, beating the tracker's 0.7 mm
@@ -1709,7 +1711,7 @@ def _average_rest(on, mv, xy, rest_xy, rest_n):
             rest_n[b] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _line_sides(geo, on, xy, line_side):
     """``line_side[b, line]``: the side (-1, +1) of each line ball b was last seen clearly
     on, more than ``LINE_ZONE_MM`` from it (where a held curtain touch's ball came from)."""
@@ -1721,7 +1723,7 @@ def _line_sides(geo, on, xy, line_side):
                     line_side[b, line] = 1 if off > 0 else -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _keep_shot_frame(st, k, t):
     """Tracker frame k (hub time t) kept as the shot's next (``shot_*``) for its balls'
     paths; beyond ``SHOT_FRAMES`` a frame is counted (``F_SHOT_FRAMES_CUT``): paths end."""
@@ -1738,7 +1740,7 @@ def _keep_shot_frame(st, k, t):
     st.fs[F_SHOT_FRAMES_N] = i + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _still_table(st, ev, nev, t, any_moving, snaps, frozen, nsnap, paths, npath):
     """The still-table check after a frame at hub time t.
 
