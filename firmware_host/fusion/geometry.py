@@ -103,22 +103,23 @@ def nearest_ball(
 
 
 # The kinematics the fusion kernel needs in several places, written once.  Each keeps the
-# exact order of operations the kernel has always used (events are compared byte for byte).
+# exact order of operations the kernel has always used (events are compared byte for byte),
+# and is inlined into its callers: some run for every pair of balls in every frame.
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def step_velocity(x0: float, y0: float, x1: float, y1: float, span: float) -> tuple[float, float]:
     """Velocity (mm/µs) of a ball seen at (x0, y0), then at (x1, y1) ``span`` µs later."""
     return (x1 - x0) / span, (y1 - y0) / span
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def carry(x: float, y: float, vx: float, vy: float, dt: float) -> tuple[float, float]:
     """A ball at (x, y) moving straight at (vx, vy) mm/µs: where it is ``dt`` µs later."""
     return x + vx * dt, y + vy * dt
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def carry_step(x0: float, y0: float, x1: float, y1: float, f: float) -> tuple[float, float]:
     """A ball's last step, from (x0, y0) to (x1, y1), continued by ``f`` of itself.
 
@@ -128,7 +129,7 @@ def carry_step(x0: float, y0: float, x1: float, y1: float, f: float) -> tuple[fl
     return x1 + (x1 - x0) * f, y1 + (y1 - y0) * f
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def time_at_distance(dx: float, dy: float, dvx: float, dvy: float, d: float) -> float:
     """When two centres ``(dx, dy)`` apart, closing at ``(dvx, dvy)`` per µs, are ``d`` apart.
 
