@@ -73,6 +73,8 @@ def cushion_contact(geo: np.ndarray, cushion: int, pos_mm: float) -> tuple[float
 
 @njit(cache=True)
 def pocket_xy(geo: np.ndarray, pocket: int) -> tuple[float, float]:
+    """Where pocket ``pocket`` is (0-2 along y = 0 from x = 0, 3-5 back along y = W): the
+    point a POCKET_DROP's ball is looked for near (the nearest carried ball)."""
     L, W = geo[G_L], geo[G_W]
     xs = (0.0, L / 2, L, L, L / 2, 0.0)
     ys = (0.0, 0.0, 0.0, W, W, W)
@@ -98,3 +100,49 @@ def nearest_ball(
         if d < best_d:
             best, best_d = b, d
     return best
+
+
+# The kinematics the fusion kernel needs in several places, written once.  Each keeps the
+# exact order of operations the kernel has always used (events are compared byte for byte),
+# and is inlined into its callers: some run for every pair of balls in every frame.
+
+
+@njit(cache=True, inline="always")
+def step_velocity(x0: float, y0: float, x1: float, y1: float, span: float) -> tuple[float, float]:
+    """Velocity (mm/µs) of a ball seen at (x0, y0), then at (x1, y1) ``span`` µs later."""
+    return (x1 - x0) / span, (y1 - y0) / span
+
+
+@njit(cache=True, inline="always")
+def carry(x: float, y: float, vx: float, vy: float, dt: float) -> tuple[float, float]:
+    """A ball at (x, y) moving straight at (vx, vy) mm/µs: where it is ``dt`` µs later."""
+    return x + vx * dt, y + vy * dt
+
+
+@njit(cache=True, inline="always")
+def carry_step(x0: float, y0: float, x1: float, y1: float, f: float) -> tuple[float, float]:
+    """A ball's last step, from (x0, y0) to (x1, y1), continued by ``f`` of itself.
+
+    ``f`` is the time since the step ended over the step's own time: a position
+    carried forward from the last two tracker frames without a division per axis.
+    """
+    return x1 + (x1 - x0) * f, y1 + (y1 - y0) * f
+
+
+@njit(cache=True, inline="always")
+def time_at_distance(dx: float, dy: float, dvx: float, dvy: float, d: float) -> float:
+    """When two centres ``(dx, dy)`` apart, closing at ``(dvx, dvy)`` per µs, are ``d`` apart.
+
+    The earlier root of |(dx, dy) + s (dvx, dvy)| = d (a negative s: before now), or NaN
+    when they never are (no relative motion, or they pass wider than d).  With ``d`` one
+    ball diameter: the instant two straight-moving balls touch.
+    """
+    a = dvx * dvx + dvy * dvy
+    b = 2 * (dx * dvx + dy * dvy)
+    c = dx * dx + dy * dy - d * d
+    if a <= 0.0:
+        return np.nan
+    disc = b * b - 4 * a * c
+    if disc < 0:
+        return np.nan
+    return (-b - np.sqrt(disc)) / (2 * a)

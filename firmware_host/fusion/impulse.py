@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .geometry import carry
+
 E_BALL = 0.93  # ball–ball restitution
 PLAY_STEPS = 4096  # collisions followed at most (a cue pushing a row of touching balls)
 TOUCH_MM = 1.0  # resting balls this close touch (a rack's measured gaps are a few 0.1 mm)
@@ -123,9 +125,10 @@ def play(
 
 @njit(cache=True)
 def _advance(p: np.ndarray, v: np.ndarray, dt: float) -> None:
+    """Every ball moved straight on for ``dt`` µs (``p``, ``v``: (16, 2) mm, mm/µs): the
+    play runs from one collision to the next, and between them nothing else acts."""
     for i in range(16):
-        p[i, 0] += v[i, 0] * dt
-        p[i, 1] += v[i, 1] * dt
+        p[i, 0], p[i, 1] = carry(p[i, 0], p[i, 1], v[i, 0], v[i, 1], dt)
 
 
 @njit(cache=True)

@@ -79,11 +79,15 @@ from .geometry import (
     G_D,
     G_L,
     G_W,
+    carry,
+    carry_step,
     cushion_contact,
     frozen_mask,
     line_x,
     nearest_ball,
     pocket_xy,
+    step_velocity,
+    time_at_distance,
 )
 from .impulse import MERGE_US, TOUCH_MM, collide, fit_stroke
 from .paths import PATH_TOLERANCE_MM, simplify
@@ -150,7 +154,7 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
     F_IN_SHOT,
     F_FIRST_CUE_T,
     F_LAST_ACT,
-    F_CUE_PENDING,
+    F_STRUCK_UNKNOWN,  # a shot started, its struck ball not decided yet (layout_before kept)
     F_CUE_T,
     F_PRESENT,
     F_DOWN,
@@ -159,24 +163,24 @@ STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
     F_DIRTY,
     F_NOW,
     F_TRK_N,
-    F_SB_N,
+    F_SHOT_FRAMES_N,  # the shot's tracker frames kept in shot_* (for its paths)
     F_SEQ,
     F_MOVED,
     F_PATHS_CUT,
     F_EV_CUT,
-    F_DPEND_N,
+    F_HELD_CONTACTS_N,  # trajectory contacts waiting for their click (held_contacts)
     F_MOVED_N,  # ball_moved decisions may be waiting (recounted when released)
-    F_HCLICK_N,  # clicks held for a tip contact that may claim them, or for the struck ball
+    F_HELD_CLICKS_N,  # clicks held for a tip contact that may claim them, or for the struck ball
     F_CUE_DUR,  # the shot's tip contact lasted this long (µs): it pushes on through a ball met then
     F_PLAYED_N,  # collisions in ``played`` for the struck ball just chosen (0: none played)
-    F_LHELD_N,  # curtain reports held until the tracker shows where their ball stops
+    F_HELD_LINES_N,  # curtain reports held until the tracker shows where their ball stops
     F_SNAPS_CUT,  # overflow counters (the caller sized a buffer too small, or more happened
-    F_SB_CUT,  # than a fixed buffer holds): snapshots, a shot's tracker frames beyond
+    F_SHOT_FRAMES_CUT,  # than a fixed buffer holds): snapshots, a shot's tracker frames beyond
     F_HELD_CUT,  # SHOT_FRAMES, clicks or trajectory contacts that found no room to wait,
     F_PLAYED_CUT,  # played collisions beyond PLAYED, accepted cushion hits pushed out of
     F_HITS_CUT,  # the ring-down memory while still within its window
     F_FIT_N,  # tracker frames written into the ring ``fit_*`` (soft cushion touches)
-    F_FHOLD_N,  # cushion hits of frozen balls held for the contact that pushed them
+    F_HELD_HITS_N,  # cushion hits of frozen balls held for the contact that pushed them
 ) = range(31)
 N_F = 31
 # Parameters
@@ -317,38 +321,65 @@ class FusionArrays(NamedTuple):
     hit_t: np.ndarray  # (16,) hub time of each ball's last contact (tip, click or derived)
     cushion_hits: np.ndarray  # (6, CUSHION_MEMORY, 4) accepted hits: time, amplitude, pos, ball
     line_side: np.ndarray  # (16, 2) side of each line a ball was last seen clear of it: -1, +1, 0
-    lheld: np.ndarray  # (LINE_HELD, 6) curtain reports held (F_LHELD_N): LH_*
-    pend_snap: np.ndarray  # (1, 16, 3) layout before the shot whose struck ball is not known yet
-    pend_frozen: np.ndarray  # (1, 16) its frozen cushions
-    sb_t: np.ndarray  # the shot's tracker frames (for paths): time,
-    sb_xy: np.ndarray  # positions,
-    sb_on: np.ndarray  # on the table,
-    sb_mv: np.ndarray  # moving
-    dpend: np.ndarray  # trajectory contacts waiting for their click: time, ball, ball
-    hclick: np.ndarray  # (HELD_CLICKS, 3) clicks waiting (F_HCLICK_N): time, x, y
+    held_lines: np.ndarray  # (LINE_HELD, 6) curtain reports held (F_HELD_LINES_N): LH_*
+    # (1, 16, 3) the layout before a shot whose struck ball is not decided yet, and (1, 16)
+    # its frozen cushions (F_STRUCK_UNKNOWN)
+    layout_before: np.ndarray
+    frozen_before: np.ndarray
+    shot_t: np.ndarray  # (SHOT_FRAMES,) the shot's tracker frames (for paths): time,
+    shot_xy: np.ndarray  # positions,
+    shot_on: np.ndarray  # on the table,
+    shot_mv: np.ndarray  # moving (F_SHOT_FRAMES_N of them)
+    # (HELD_CONTACTS, 3) trajectory contacts waiting for their click: time, ball, ball
+    held_contacts: np.ndarray
+    held_clicks: np.ndarray  # (HELD_CLICKS, 3) clicks waiting (F_HELD_CLICKS_N): time, x, y
     played: np.ndarray  # (PLAYED, 5) the struck ball's stroke played forward (impulse.play)
-    moved: (
-        np.ndarray
-    )  # (16, 3) ball_moved waiting for a tip contact: event time, frame time; last start
-    scratch_b: np.ndarray  # per-frame scratch: balls that started moving
-    scratch_v: np.ndarray  # and velocities
+    # (16, 3) ball_moved waiting for a tip contact: event time, frame time; last start
+    moved: np.ndarray
+    started: np.ndarray  # (16,) per-frame scratch: balls still in the last frame, moving now
+    velocity: np.ndarray  # (16, 2) per-frame scratch: velocities (mm/µs) of the pair before
+    carried_xy: np.ndarray  # (16, 2) scratch: each ball carried to an event's hub time (mm),
+    carried_on: np.ndarray  # (16,) on the table,
+    carried_pen: np.ndarray  # (16,) its attribution penalty (mm): _carried
     fit_t: np.ndarray  # (FIT_FRAMES,) ring of the last tracker frames (F_FIT_N): hub time,
     fit_xy: np.ndarray  # positions,
     fit_ok: np.ndarray  # on the table and seen (not occluded)
     soft: np.ndarray  # (16, 5) each ball's watch for an unreported cushion touch: SW_*
-    fhold: (
-        np.ndarray
-    )  # (16, 3) a frozen ball's cushion hit held for its contact: time, cushion, shot
+    # (16, 3) a frozen ball's cushion hit held for its contact (F_HELD_HITS_N): time,
+    # cushion, shot
+    held_hits: np.ndarray
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _emit(st, ev, nev, t, etype, ball, a, b, c, d, e):
     """Write event record ``nev``; returns its row, or -1 when ``ev`` is full.
 
     A full buffer is counted (``F_EV_CUT``) and nothing is written: a caller
     that adds to the record (a snapshot, paths, flags) writes only into the
     row returned, never into ``ev[nev - 1]``, an earlier event.
+
+    Inlined into its caller, where every field becomes an int64: numba compiles a
+    function once per tuple of argument types (a literal 0, a constant, an int64 are three
+    types), so :func:`_write_event` behind it is compiled once, not once per call shape.
     """
+    return _write_event(
+        st,
+        ev,
+        np.int64(nev),
+        np.int64(t),
+        np.int64(etype),
+        np.int64(ball),
+        np.int64(a),
+        np.int64(b),
+        np.int64(c),
+        np.int64(d),
+        np.int64(e),
+    )
+
+
+@njit(cache=True)
+def _write_event(st, ev, nev, t, etype, ball, a, b, c, d, e):
+    """:func:`_emit`'s body, every field an int64 (one compiled specialisation)."""
     if nev >= ev.shape[0]:
         st.fs[F_EV_CUT] += 1  # the caller sized ev too small: counted, never written past
         return np.int64(-1)
@@ -370,20 +401,24 @@ def _emit(st, ev, nev, t, etype, ball, a, b, c, d, e):
     return nev
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(st, ev, nev, t, etype, ball, a, b, c, d, e):
-    """:func:`_emit` for a record nobody adds to: the event count after it."""
+    """:func:`_emit` for a record nobody adds to: the event count after it (inlined, as
+    :func:`_emit` is, so it adds no specialisation of its own)."""
     row = _emit(st, ev, nev, t, etype, ball, a, b, c, d, e)
     return nev if row < 0 else row + 1
 
 
 @njit(cache=True, inline="always")
 def _tracker_up(st):
+    """The tracker node is present (HELLO) and not reported down: its frames are used."""
     return ((st.fs[F_PRESENT] >> TRACKER) & 1) != 0 and ((st.fs[F_DOWN] >> TRACKER) & 1) == 0
 
 
 @njit(cache=True, inline="always")
 def _tracker_alive(st):
+    """The tracker is up and has sent a frame since it came up: events are attributed to
+    balls (its positions are not stale)."""
     return _tracker_up(st) and st.fs[F_TRK_N] > 0
 
 
@@ -426,8 +461,9 @@ def _carried(st, t, out_xy, out_on, penalty):
             and st.trk_t[k] > st.trk_t[p]
         ):
             f = (t - st.trk_t[k]) / _step_us(st, k, p, b)
-            out_xy[b, 0] += (st.trk_xy[k, b, 0] - st.trk_xy[p, b, 0]) * f
-            out_xy[b, 1] += (st.trk_xy[k, b, 1] - st.trk_xy[p, b, 1]) * f
+            out_xy[b, 0], out_xy[b, 1] = carry_step(
+                st.trk_xy[p, b, 0], st.trk_xy[p, b, 1], out_xy[b, 0], out_xy[b, 1], f
+            )
 
 
 @njit(cache=True)
@@ -446,8 +482,7 @@ def _snapshot(st, snaps, frozen, nsnap, t):
             x, y = st.trk_xy[k, b, 0], st.trk_xy[k, b, 1]
             if n >= 2 and st.trk_on[p, b] and st.trk_mv[k, b] and st.trk_t[k] > st.trk_t[p]:
                 f = (t - st.trk_t[k]) / (st.trk_t[k] - st.trk_t[p])
-                x += (st.trk_xy[k, b, 0] - st.trk_xy[p, b, 0]) * f
-                y += (st.trk_xy[k, b, 1] - st.trk_xy[p, b, 1]) * f
+                x, y = carry_step(st.trk_xy[p, b, 0], st.trk_xy[p, b, 1], x, y, f)
         snaps[nsnap, b, 0] = x
         snaps[nsnap, b, 1] = y
         frozen[nsnap, b] = frozen_mask(st.geo, x, y) if on and st.rest_n[b] > 0 else 0
@@ -456,6 +491,9 @@ def _snapshot(st, snaps, frozen, nsnap, t):
 
 @njit(cache=True)
 def _end_shot(st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, with_tracker):
+    """The shot ends at hub time t: a shot_end event with ``flags`` and, with the tracker,
+    the layout at t and each moved ball's path (a full ``snaps`` is counted, not written);
+    the shot's state is cleared.  Returns (events, snapshots, path points)."""
     row = _emit(st, ev, nev, t, EV_SHOT_END, NO_BALL, 0, 0, 0, 0, 0)
     if row >= 0:
         nev = row + 1
@@ -469,9 +507,9 @@ def _end_shot(st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, with_tr
             npath = _shot_paths(st, paths, npath)
             ev[row, O_PATH1] = npath
     st.fs[F_IN_SHOT] = 0
-    st.fs[F_CUE_PENDING] = 0
+    st.fs[F_STRUCK_UNKNOWN] = 0
     st.fs[F_DIRTY] = 0
-    st.fs[F_SB_N] = 0
+    st.fs[F_SHOT_FRAMES_N] = 0
     return nev, nsnap, npath
 
 
@@ -479,7 +517,7 @@ def _end_shot(st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, with_tr
 def _shot_paths(st, paths, npath):
     """Each ball that moved in the shot: its tracked path simplified, appended to ``paths``
     (points past its end are counted in ``F_PATHS_CUT``); returns the new count."""
-    n = st.fs[F_SB_N]
+    n = st.fs[F_SHOT_FRAMES_N]
     keep = np.empty(n, np.bool_)
     xs = np.empty(n)
     ys = np.empty(n)
@@ -487,7 +525,7 @@ def _shot_paths(st, paths, npath):
     for b in range(16):
         first, last = -1, -1
         for i in range(n):
-            if st.sb_mv[i, b]:
+            if st.shot_mv[i, b]:
                 if first < 0:
                     first = i
                 last = i
@@ -495,8 +533,8 @@ def _shot_paths(st, paths, npath):
             continue
         m = 0
         for i in range(max(first - 1, 0), min(last + 2, n)):
-            if st.sb_on[i, b]:
-                xs[m], ys[m], ts[m] = st.sb_xy[i, b, 0], st.sb_xy[i, b, 1], st.sb_t[i]
+            if st.shot_on[i, b]:
+                xs[m], ys[m], ts[m] = st.shot_xy[i, b, 0], st.shot_xy[i, b, 1], st.shot_t[i]
                 m += 1
         simplify(xs[:m], ys[:m], PATH_TOLERANCE_MM, keep)
         for i in range(m):
@@ -514,6 +552,9 @@ def _shot_paths(st, paths, npath):
 
 @njit(cache=True)
 def _start_shot_event(st, ev, nev, ball, snaps, frozen, nsnap, with_tracker):
+    """The struck ball is decided (``ball``, -1: not known): the shot_start event, at the
+    tip contact's time with the layout kept from then (``layout_before``); the clicks held
+    for this decision are judged now that the struck ball is known."""
     row = _emit(st, ev, nev, st.fs[F_CUE_T], EV_SHOT_START, ball, 0, 0, 0, 0, 0)
     if row >= 0:
         nev = row + 1
@@ -521,44 +562,43 @@ def _start_shot_event(st, ev, nev, ball, snaps, frozen, nsnap, with_tracker):
             st.fs[F_SNAPS_CUT] += 1
         elif with_tracker:
             ev[row, O_SNAP] = nsnap
-            snaps[nsnap] = st.pend_snap[0]
-            frozen[nsnap] = st.pend_frozen[0]
+            snaps[nsnap] = st.layout_before[0]
+            frozen[nsnap] = st.frozen_before[0]
             nsnap += 1
     if ball >= 0:
         st.hit_t[ball] = st.fs[F_CUE_T]
-    if st.fs[F_HCLICK_N]:
-        nev = _judge_held_clicks(st, ev, nev, ball, with_tracker, st.fs[F_HCLICK_N])
-    st.fs[F_CUE_PENDING] = 0
+    if st.fs[F_HELD_CLICKS_N]:
+        nev = _judge_held_clicks(st, ev, nev, ball, with_tracker, st.fs[F_HELD_CLICKS_N])
+    st.fs[F_STRUCK_UNKNOWN] = 0
     return nev, nsnap
 
 
 @njit(cache=True)
 def _contact_time(pi, pj, vi, vj, D, span):
-    """When two centres moving straight from pi, pj at vi, vj (per µs) were D apart, within span."""
-    dpx, dpy = pi[0] - pj[0], pi[1] - pj[1]
-    dvx, dvy = vi[0] - vj[0], vi[1] - vj[1]
-    a = dvx * dvx + dvy * dvy
-    b = 2 * (dpx * dvx + dpy * dvy)
-    c = dpx * dpx + dpy * dpy - D * D
-    if a <= 0.0:
+    """When two centres moving straight from pi, pj at vi, vj (per µs) were D apart, within
+    [0, span] µs of the frame they were at pi, pj (never: span, the later frame's time)."""
+    s = time_at_distance(pi[0] - pj[0], pi[1] - pj[1], vi[0] - vj[0], vi[1] - vj[1], D)
+    if np.isnan(s):
         return span
-    disc = b * b - 4 * a * c
-    if disc < 0:
-        return span
-    s = (-b - np.sqrt(disc)) / (2 * a)
     return min(max(s, 0.0), span)
 
 
 @njit(cache=True, inline="always")
 def _acoustic_up(st):
+    """The acoustic node is present and not down: a click may still come to time a
+    contact seen in the trajectories, so such a contact waits for it."""
     return ((st.fs[F_PRESENT] >> ACOUSTIC) & 1) != 0 and ((st.fs[F_DOWN] >> ACOUSTIC) & 1) == 0
 
 
 @njit(cache=True)
 def _held(st, i, j, t):
     """The held trajectory contact of pair (i, j) near hub time t, or -1."""
-    for q in range(st.fs[F_DPEND_N]):
-        if st.dpend[q, 1] == i and st.dpend[q, 2] == j and abs(st.dpend[q, 0] - t) <= CLICK_WAIT_US:
+    for q in range(st.fs[F_HELD_CONTACTS_N]):
+        if (
+            st.held_contacts[q, 1] == i
+            and st.held_contacts[q, 2] == j
+            and abs(st.held_contacts[q, 0] - t) <= CLICK_WAIT_US
+        ):
             return q
     return -1
 
@@ -570,17 +610,17 @@ def _derive(st, ev, nev, tau, i, j):
     if tau - st.pair_t[i, j] <= st.prm[PR_CONTACT_GAP_US]:
         return nev
     if _acoustic_up(st):
-        for q in range(st.fs[F_DPEND_N]):
+        for q in range(st.fs[F_HELD_CONTACTS_N]):
             if (
-                st.dpend[q, 1] == i
-                and st.dpend[q, 2] == j
-                and abs(st.dpend[q, 0] - tau) <= st.prm[PR_CONTACT_GAP_US]
+                st.held_contacts[q, 1] == i
+                and st.held_contacts[q, 2] == j
+                and abs(st.held_contacts[q, 0] - tau) <= st.prm[PR_CONTACT_GAP_US]
             ):
                 return nev
-        if st.fs[F_DPEND_N] < st.dpend.shape[0]:
-            q = st.fs[F_DPEND_N]
-            st.dpend[q, 0], st.dpend[q, 1], st.dpend[q, 2] = tau, i, j
-            st.fs[F_DPEND_N] = q + 1
+        if st.fs[F_HELD_CONTACTS_N] < st.held_contacts.shape[0]:
+            q = st.fs[F_HELD_CONTACTS_N]
+            st.held_contacts[q, 0], st.held_contacts[q, 1], st.held_contacts[q, 2] = tau, i, j
+            st.fs[F_HELD_CONTACTS_N] = q + 1
             _touched(st, i, j, tau)
             return nev
         st.fs[F_HELD_CUT] += 1  # no room to wait for its click: out now, at its own time
@@ -603,6 +643,8 @@ def _touched(st, i, j, t):
 
 @njit(cache=True, inline="always")
 def _touched_one(st, b, t):
+    """Ball b (-1: none) touched at hub time t: its last contact, and the cause of its
+    ball_moved waiting since a frame up to ``CAUSE_SLACK_US`` before t (then not emitted)."""
     if 0 <= b < 16:
         st.hit_t[b] = max(st.hit_t[b], t)
         late = st.moved[b, 1] >= 0 and t <= st.moved[b, 1] + CAUSE_SLACK_US
@@ -615,11 +657,11 @@ def _release_derived(st, ev, nev, now):
     """Held trajectory contacts whose click did not come: emitted at their own time, unless
     the pair touched lately (then a second collision would have clicked)."""
     q = 0
-    while q < st.fs[F_DPEND_N]:
-        if st.dpend[q, 0] + CLICK_WAIT_US < now:
-            tau, i, j = st.dpend[q, 0], st.dpend[q, 1], st.dpend[q, 2]
-            st.fs[F_DPEND_N] -= 1
-            st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
+    while q < st.fs[F_HELD_CONTACTS_N]:
+        if st.held_contacts[q, 0] + CLICK_WAIT_US < now:
+            tau, i, j = st.held_contacts[q, 0], st.held_contacts[q, 1], st.held_contacts[q, 2]
+            st.fs[F_HELD_CONTACTS_N] -= 1
+            st.held_contacts[q] = st.held_contacts[st.fs[F_HELD_CONTACTS_N]]
             if tau - st.pair_t[i, j] > st.prm[PR_DERIVED_GAP_US]:
                 nev = _push(st, ev, nev, tau, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
                 st.pair_t[i, j] = tau
@@ -633,7 +675,7 @@ def _release_derived(st, ev, nev, now):
 @njit(cache=True)
 def _release_moved(st, ev, nev, now):
     """Balls that started moving with no cause, once no tip contact can claim them any more."""
-    if st.fs[F_CUE_PENDING]:
+    if st.fs[F_STRUCK_UNKNOWN]:
         return nev  # the struck ball is being decided: it may be one of them
     waiting = 0
     for b in range(16):
@@ -676,9 +718,9 @@ def _struck(st, since):
     if biggest < SHOWN_MM:
         return -1
     best = -1
-    after_tip = st.fs[F_CUE_PENDING] and st.trk_t[k] > st.fs[F_CUE_T]
+    after_tip = st.fs[F_STRUCK_UNKNOWN] and st.trk_t[k] > st.fs[F_CUE_T]
     if moved.sum() > 1 and after_tip:
-        start = st.pend_snap[0]
+        start = st.layout_before[0]
         contacts = np.empty((PLAYED, 5))
         best_e, best_n = np.inf, 0
         for c in range(16):
@@ -716,7 +758,7 @@ def _struck(st, since):
                 pushes = True
         if (pushes and not pusher) or (pushes == pusher and d > best_d):
             best, best_d, pusher = b, d, pushes
-    if best >= 0 and after_tip and st.fs[F_HCLICK_N]:
+    if best >= 0 and after_tip and st.fs[F_HELD_CLICKS_N]:
         _played(st, _fit(st, k, moved, best, st.played)[0])
     return best
 
@@ -733,7 +775,7 @@ def _played(st, n):
 def _fit(st, k, moved, c, contacts):
     """The stroke on c fitted to tracker frame k (:func:`.impulse.fit_stroke`)."""
     return fit_stroke(
-        st.pend_snap[0],
+        st.layout_before[0],
         st.trk_xy[k],
         st.trk_on[k],
         moved,
@@ -769,9 +811,13 @@ def _cascade(st, xy, on, pen, reach):
         if pen[b] > 0 and st.rest_n[b] > 0:
             p[b, 0], p[b, 1] = st.rest_xy[b, 0], st.rest_xy[b, 1]
         elif on[b] and pen[b] == 0 and n >= 2 and st.trk_on[q, b] and st.trk_t[k] > st.trk_t[q]:
-            dt = _step_us(st, k, q, b)
-            v[b, 0] = (st.trk_xy[k, b, 0] - st.trk_xy[q, b, 0]) / dt
-            v[b, 1] = (st.trk_xy[k, b, 1] - st.trk_xy[q, b, 1]) / dt
+            v[b, 0], v[b, 1] = step_velocity(
+                st.trk_xy[q, b, 0],
+                st.trk_xy[q, b, 1],
+                st.trk_xy[k, b, 0],
+                st.trk_xy[k, b, 1],
+                _step_us(st, k, q, b),
+            )
             mv[b] = v[b, 0] != 0.0 or v[b, 1] != 0.0
     # each mover to where it first touches a resting ball (carried positions overshoot)
     driving = False
@@ -783,17 +829,13 @@ def _cascade(st, xy, on, pen, reach):
         for j in range(16):
             if j == i or not on[j] or mv[j]:
                 continue
-            dx, dy = p[i, 0] - p[j, 0], p[i, 1] - p[j, 1]
-            bb = 2.0 * (dx * v[i, 0] + dy * v[i, 1])
-            disc = bb * bb - 4.0 * vv * (dx * dx + dy * dy - D * D)
-            if disc < 0.0:
+            s = time_at_distance(p[i, 0] - p[j, 0], p[i, 1] - p[j, 1], v[i, 0], v[i, 1], D)
+            if np.isnan(s):
                 continue
-            s = (-bb - np.sqrt(disc)) / (2.0 * vv)
             if abs(s) * np.sqrt(vv) <= CASCADE_REACH_MM and s < best:
                 best = s
         if best < np.inf:
-            p[i, 0] += best * v[i, 0]
-            p[i, 1] += best * v[i, 1]
+            p[i, 0], p[i, 1] = carry(p[i, 0], p[i, 1], v[i, 0], v[i, 1], best)
             driving = True
     reach[:, :] = False
     if not driving:
@@ -867,13 +909,13 @@ def _contact(st, ev, nev, t, i, j):
     """The click at t was pair (i, j): if the trajectories saw it too, the click gives the time."""
     q = _held(st, i, j, t)
     if q >= 0:
-        st.fs[F_DPEND_N] -= 1
-        st.dpend[q] = st.dpend[st.fs[F_DPEND_N]]
+        st.fs[F_HELD_CONTACTS_N] -= 1
+        st.held_contacts[q] = st.held_contacts[st.fs[F_HELD_CONTACTS_N]]
     nev = _push(st, ev, nev, t, EV_BALL_CONTACT, i, j, 0, 0, 0, 0)
     st.pair_t[i, j] = t
     _touched(st, i, j, t)
     st.fs[F_LAST_ACT] = max(st.fs[F_LAST_ACT], t)
-    if st.fs[F_FHOLD_N]:
+    if st.fs[F_HELD_HITS_N]:
         nev = _pushed_into_cushion(st, ev, nev, t, i, j)
     return nev
 
@@ -897,8 +939,10 @@ def _judge_held_clicks(st, ev, nev, c, tracked, count):
     for h in range(n):
         for q in range(m):
             slack = PLAY_SLACK_US + PLAY_SLACK * contacts[q, 2]
-            late = abs(st.hclick[h, 0] - st.fs[F_CUE_T] - contacts[q, 2])
-            far = np.hypot(contacts[q, 3] - st.hclick[h, 1], contacts[q, 4] - st.hclick[h, 2])
+            late = abs(st.held_clicks[h, 0] - st.fs[F_CUE_T] - contacts[q, 2])
+            far = np.hypot(
+                contacts[q, 3] - st.held_clicks[h, 1], contacts[q, 4] - st.held_clicks[h, 2]
+            )
             if far <= CLICK_RADIUS_MM and late <= 3 * slack:
                 cost[h, q] = far / ACOUSTIC_SIGMA_MM + late / slack
     pair = np.full(n, -1)
@@ -910,16 +954,16 @@ def _judge_held_clicks(st, ev, nev, c, tracked, count):
         cost[h, :] = np.inf
         cost[:, q] = np.inf
     for h in range(n):
-        t, x, y = st.hclick[h, 0], st.hclick[h, 1], st.hclick[h, 2]
+        t, x, y = st.held_clicks[h, 0], st.held_clicks[h, 1], st.held_clicks[h, 2]
         if pair[h] >= 0:
             i, j = int(contacts[pair[h], 0]), int(contacts[pair[h], 1])
             nev = _contact(st, ev, nev, t, i, j)
         else:
             nev = _click(st, ev, nev, t, x, y, tracked)
-    left = st.fs[F_HCLICK_N] - n
+    left = st.fs[F_HELD_CLICKS_N] - n
     for h in range(left):
-        st.hclick[h] = st.hclick[n + h]
-    st.fs[F_HCLICK_N] = left
+        st.held_clicks[h] = st.held_clicks[n + h]
+    st.fs[F_HELD_CLICKS_N] = left
     return nev
 
 
@@ -929,11 +973,11 @@ def _release_held(st, ev, nev, now):
     (judged at their own time); in a shot, all, once the struck ball was awaited too long."""
     tracked = _tracker_alive(st)
     if st.fs[F_IN_SHOT]:
-        if st.hclick[0, 0] + CLICK_HOLD_US < now:
-            nev = _judge_held_clicks(st, ev, nev, NO_BALL, tracked, st.fs[F_HCLICK_N])
+        if st.held_clicks[0, 0] + CLICK_HOLD_US < now:
+            nev = _judge_held_clicks(st, ev, nev, NO_BALL, tracked, st.fs[F_HELD_CLICKS_N])
         return nev
     old = 0
-    while old < st.fs[F_HCLICK_N] and st.hclick[old, 0] + CUE_GRACE_US < now:
+    while old < st.fs[F_HELD_CLICKS_N] and st.held_clicks[old, 0] + CUE_GRACE_US < now:
         old += 1
     if old:
         nev = _judge_held_clicks(st, ev, nev, NO_BALL, tracked, old)
@@ -941,8 +985,8 @@ def _release_held(st, ev, nev, now):
 
 
 @njit(cache=True)
-def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
-    """A CUSHION_HIT on cushion c: a new impact (emitted and remembered), or one ringing.
+def _cushion_hit(st, ev, nev, rw, tracked):
+    """A CUSHION_HIT row on cushion c: a new impact (emitted and remembered), or one ringing.
 
     ICD §7: one impact may retrigger on its cushion within 4 ms at under 40 %
     of its amplitude. That is one impact ringing at one place: a hit more
@@ -950,6 +994,10 @@ def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
     or one the tracker puts on another ball at the cushion, is a new hit even
     within those bounds. A ``pos_mm`` beyond the piece is no position.
     """
+    t, c, pos, amp = rw[C_HUB], rw[CH_CUSHION], rw[CH_POS], rw[CH_AMP]
+    if not 0 <= c < 6:
+        return nev
+    xy, on, pen = st.carried_xy, st.carried_on, st.carried_pen
     D = st.geo[G_D]
     extent = st.geo[G_W] if c == 0 or c == 3 else st.geo[G_L]
     given = pos <= extent
@@ -996,11 +1044,11 @@ def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
     ):
         # a ball resting against this cushion hits it only when a contact drives it in: held
         # for that contact, whose click may be stamped a little later (sensor jitter)
-        if st.fhold[ball, 0] >= 0:
-            nev = _write_frozen_hit(st, ev, nev, ball, st.fhold[ball, 0])
-        st.fhold[ball, 0], st.fhold[ball, 1] = t, c
-        st.fhold[ball, 2] = st.fs[F_SHOT] if st.fs[F_IN_SHOT] else -1
-        st.fs[F_FHOLD_N] += 1
+        if st.held_hits[ball, 0] >= 0:
+            nev = _write_frozen_hit(st, ev, nev, ball, st.held_hits[ball, 0])
+        st.held_hits[ball, 0], st.held_hits[ball, 1] = t, c
+        st.held_hits[ball, 2] = st.fs[F_SHOT] if st.fs[F_IN_SHOT] else -1
+        st.fs[F_HELD_HITS_N] += 1
         return nev
     return _push(st, ev, nev, t, EV_CUSHION, ball, c, 0, 0, 0, 0)
 
@@ -1008,12 +1056,12 @@ def _cushion_hit(st, ev, nev, t, c, pos, amp, tracked, xy, on, pen):
 @njit(cache=True)
 def _write_frozen_hit(st, ev, nev, b, t):
     """Ball b's held cushion hit, written at hub time t (its own, or its contact's)."""
-    row = _emit(st, ev, nev, t, EV_CUSHION, b, st.fhold[b, 1], 0, 0, 0, 0)
+    row = _emit(st, ev, nev, t, EV_CUSHION, b, st.held_hits[b, 1], 0, 0, 0, 0)
     if row >= 0:
         nev = row + 1
-        ev[row, O_SHOT] = st.fhold[b, 2]
-    st.fhold[b, 0] = -1
-    st.fs[F_FHOLD_N] -= 1
+        ev[row, O_SHOT] = st.held_hits[b, 2]
+    st.held_hits[b, 0] = -1
+    st.fs[F_HELD_HITS_N] -= 1
     return nev
 
 
@@ -1023,7 +1071,11 @@ def _pushed_into_cushion(st, ev, nev, t, i, j):
     ``FROZEN_PUSH_US`` before it, was that contact pushing the ball into its cushion: it is
     written at the contact's time, so after it (the contact's type sorts first)."""
     for b in (i, j):
-        if 0 <= b < 16 and st.fhold[b, 0] >= 0 and 0 <= t - st.fhold[b, 0] <= FROZEN_PUSH_US:
+        if (
+            0 <= b < 16
+            and st.held_hits[b, 0] >= 0
+            and 0 <= t - st.held_hits[b, 0] <= FROZEN_PUSH_US
+        ):
             nev = _write_frozen_hit(st, ev, nev, b, t)
     return nev
 
@@ -1032,13 +1084,15 @@ def _pushed_into_cushion(st, ev, nev, t, i, j):
 def _release_frozen(st, ev, nev, now):
     """Held cushion hits of frozen balls whose contact did not come: at their own time."""
     for b in range(16):
-        if st.fhold[b, 0] >= 0 and st.fhold[b, 0] + FROZEN_PUSH_US < now:
-            nev = _write_frozen_hit(st, ev, nev, b, st.fhold[b, 0])
+        if st.held_hits[b, 0] >= 0 and st.held_hits[b, 0] + FROZEN_PUSH_US < now:
+            nev = _write_frozen_hit(st, ev, nev, b, st.held_hits[b, 0])
     return nev
 
 
 @njit(cache=True, inline="always")
 def _watching(st):
+    """Some ball is watched for a cushion touch too soft for the rails (``SW_C`` set): the
+    soft-touch step must run even between shots until each watch is decided."""
     for b in range(16):
         if st.soft[b, SW_C] >= 0:
             return True
@@ -1252,12 +1306,14 @@ def _soft_watch(st, ev, nev, b):
 def _may_stop_on_line(st, b):
     """Ball b, at a line now, may stop within the curtain's 1 mm of it: not shown faster than
     ``LINE_FAST_MM_PER_US`` over the shot's last ``LINE_SPEED_FRAMES`` frames."""
-    i = st.fs[F_SB_N] - 1
+    i = st.fs[F_SHOT_FRAMES_N] - 1
     j = i - LINE_SPEED_FRAMES
-    if not st.fs[F_IN_SHOT] or j < 0 or not (st.sb_on[i, b] and st.sb_on[j, b]):
+    if not st.fs[F_IN_SHOT] or j < 0 or not (st.shot_on[i, b] and st.shot_on[j, b]):
         return True
-    span = st.sb_t[i] - st.sb_t[j]
-    step = np.hypot(st.sb_xy[i, b, 0] - st.sb_xy[j, b, 0], st.sb_xy[i, b, 1] - st.sb_xy[j, b, 1])
+    span = st.shot_t[i] - st.shot_t[j]
+    step = np.hypot(
+        st.shot_xy[i, b, 0] - st.shot_xy[j, b, 0], st.shot_xy[i, b, 1] - st.shot_xy[j, b, 1]
+    )
     return span <= 0 or step < LINE_FAST_MM_PER_US * span
 
 
@@ -1267,23 +1323,23 @@ def _line_report(st, ev, nev, t, line, direction, ball):
 
     Emitted at once (a crossing) or dropped (a touch), unless the tracker
     cannot yet rule out that the ball stops within the curtain's ambiguity:
-    then it is held (``lheld``) for :func:`_judge_lines`.
+    then it is held (``held_lines``) for :func:`_judge_lines`.
     """
     if ball < 0 or not _may_stop_on_line(st, ball):
         if direction <= 1:
             nev = _push(st, ev, nev, t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
         return nev
-    for h in range(st.fs[F_LHELD_N]):
-        if st.lheld[h, LH_BALL] == ball and st.lheld[h, LH_LINE] == line:
+    for h in range(st.fs[F_HELD_LINES_N]):
+        if st.held_lines[h, LH_BALL] == ball and st.held_lines[h, LH_LINE] == line:
             nev = _decide_line(st, ev, nev, h, AS_SAID, 0)  # the ball left and came back
             break
-    h = st.fs[F_LHELD_N]  # < LINE_HELD: one per ball and line
+    h = st.fs[F_HELD_LINES_N]  # < LINE_HELD: one per ball and line
     # the side the ball came from: a crossing says; a touch left on it, where the tracker saw it
     frm = st.line_side[ball, line] if direction == 2 else (1 if direction == 0 else -1)
-    st.lheld[h, LH_T], st.lheld[h, LH_BALL], st.lheld[h, LH_LINE] = t, ball, line
-    st.lheld[h, LH_DIR], st.lheld[h, LH_FROM] = direction, frm
-    st.lheld[h, LH_SHOT] = st.fs[F_SHOT] if st.fs[F_IN_SHOT] else -1
-    st.fs[F_LHELD_N] = h + 1
+    st.held_lines[h, LH_T], st.held_lines[h, LH_BALL], st.held_lines[h, LH_LINE] = t, ball, line
+    st.held_lines[h, LH_DIR], st.held_lines[h, LH_FROM] = direction, frm
+    st.held_lines[h, LH_SHOT] = st.fs[F_SHOT] if st.fs[F_IN_SHOT] else -1
+    st.fs[F_HELD_LINES_N] = h + 1
     return nev
 
 
@@ -1319,9 +1375,9 @@ def _judge_lines(st, ev, nev, force):
     ``force`` (a new shot, the tracker gone, the end of the input) all of them."""
     k = (st.fs[F_TRK_N] - 1) % HISTORY
     h = 0
-    while h < st.fs[F_LHELD_N]:
-        b, line = st.lheld[h, LH_BALL], st.lheld[h, LH_LINE]
-        how, side = _line_state(st, k, b, line_x(st.geo, line), st.lheld[h, LH_FROM], force)
+    while h < st.fs[F_HELD_LINES_N]:
+        b, line = st.held_lines[h, LH_BALL], st.held_lines[h, LH_LINE]
+        how, side = _line_state(st, k, b, line_x(st.geo, line), st.held_lines[h, LH_FROM], force)
         if how == WAIT:
             h += 1
         else:
@@ -1334,8 +1390,8 @@ def _decide_line(st, ev, nev, h, how, side):
     """Held report h: as the curtain said it (AS_SAID), a crossing if the ball rests on the
     other side of the line from the one it came from (BY_TRACKER), or a crossing nobody can
     confirm (UNDECIDED: ``certain: false``); written at its own time, in its own shot."""
-    t, b, line = st.lheld[h, LH_T], st.lheld[h, LH_BALL], st.lheld[h, LH_LINE]
-    said, frm = st.lheld[h, LH_DIR], st.lheld[h, LH_FROM]
+    t, b, line = st.held_lines[h, LH_T], st.held_lines[h, LH_BALL], st.held_lines[h, LH_LINE]
+    said, frm = st.held_lines[h, LH_DIR], st.held_lines[h, LH_FROM]
     direction, uncertain = -1, 0
     if how == AS_SAID:
         direction = said if said <= 1 else -1
@@ -1353,10 +1409,10 @@ def _decide_line(st, ev, nev, h, how, side):
         row = _emit(st, ev, nev, t, EV_LINE_CROSS, b, line, direction, uncertain, 0, 0)
         if row >= 0:
             nev = row + 1
-            ev[row, O_SHOT] = st.lheld[h, LH_SHOT]
-    last = st.fs[F_LHELD_N] - 1
-    st.lheld[h] = st.lheld[last]
-    st.fs[F_LHELD_N] = last
+            ev[row, O_SHOT] = st.held_lines[h, LH_SHOT]
+    last = st.fs[F_HELD_LINES_N] - 1
+    st.held_lines[h] = st.held_lines[last]
+    st.fs[F_HELD_LINES_N] = last
     return nev
 
 
@@ -1372,237 +1428,350 @@ def _to_segment(px, py, ax, ay, bx, by):
 
 @njit(cache=True)
 def _track_frame(st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath):
+    """A BALL_TRACK frame: every decision the tracker drives, in order.
+
+    1. the frame into the tracker history and the fit ring (:func:`_record_frame`);
+    2. between shots, a ball put on or taken off the table: the layout changed;
+    3. a ball moving in this frame or the last: :func:`_motion` (contacts from the
+       trajectories, line crossings without the curtain, the struck ball, why a ball
+       started moving);
+    4. a struck ball awaited longer than ``cue_wait_us``: the shot starts without one;
+       held curtain reports and soft cushion touches judged with this frame;
+    5. rest averages and line sides (:func:`_average_rest`, :func:`_line_sides`), and in a
+       shot the frame kept for its paths (:func:`_keep_shot_frame`);
+    6. the still-table check: the shot ends, or the table rests (:func:`_still_table`).
+
+    ``rw`` is the row, ``tracks[rw[C_TRACK]]`` its ball records.  Returns (events,
+    snapshots, path points) written so far.  The steps run on every frame are
+    ``inline="always"``: a call passing the state tuple costs per frame (the fusion
+    of the hour capture took a fifth longer with them as calls).
+    """
     t = rw[C_HUB]
-    ti = rw[C_TRACK]
+    n = st.fs[F_TRK_N]  # frames before this one: it goes to k, the one before is p
+    k, p = n % HISTORY, (n - 1) % HISTORY
+    _record_frame(st, tracks[rw[C_TRACK]], min(rw[BT_COUNT], 16), t)
+    if n >= 1 and not st.fs[F_IN_SHOT] and _layout_changed(st.trk_on[k], st.trk_on[p]):
+        st.fs[F_DIRTY] = 1  # a ball put on (or taken off) the table
+        st.fs[F_STILL_RUN] = -1  # the layout changed: count still frames again
+    any_moving = _any_moving(st.trk_on[k], st.trk_mv[k])
+    if any_moving:
+        st.fs[F_LAST_ACT] = t
+        if st.fs[F_IN_SHOT]:
+            st.fs[F_MOVED] = 1
+    if n >= 1 and (any_moving or _any_moving(st.trk_on[p], st.trk_mv[p])):
+        nev, nsnap = _motion(st, ev, nev, snaps, frozen, nsnap, t)
+    if st.fs[F_STRUCK_UNKNOWN] and t > st.fs[F_CUE_T] + st.prm[PR_CUE_WAIT_US]:
+        nev, nsnap = _start_shot_event(st, ev, nev, NO_BALL, snaps, frozen, nsnap, TRACKED)
+    if st.fs[F_HELD_LINES_N]:  # curtain reports waiting for where their ball stops
+        nev = _judge_lines(st, ev, nev, False)
+    if st.fs[F_IN_SHOT] or _watching(st):  # cushion touches too soft for the rails
+        nev = _soft_touches(st, ev, nev)
+    _average_rest(st.trk_on[k], st.trk_mv[k], st.trk_xy[k], st.rest_xy, st.rest_n)
+    _line_sides(st.geo, st.trk_on[k], st.trk_xy[k], st.line_side)
+    if st.fs[F_IN_SHOT]:
+        _keep_shot_frame(st, k, t)
+    return _still_table(st, ev, nev, t, any_moving, snaps, frozen, nsnap, paths, npath)
+
+
+@njit(cache=True, inline="always")
+def _record_frame(st, balls, count, t):
+    """A frame's first ``count`` ball records (``balls``: (16, 6) uint8, ICD BALL_TRACK:
+    ball, state, x and y in 0.1 mm little-endian) at hub time t, as the newest of the
+    ``HISTORY`` tracker frames (``trk_*``) and of the fit ring (``fit_*``, where an occluded
+    ball is not seen: its position is the tracker's guess)."""
     n = st.fs[F_TRK_N]
     k = n % HISTORY
-    p = (n - 1) % HISTORY
-    q = (n - 2) % HISTORY
     st.trk_t[k] = t
     st.trk_on[k, :] = 0
     st.trk_mv[k, :] = 0
     f = st.fs[F_FIT_N] % FIT_FRAMES
     st.fit_t[f] = t
     st.fit_ok[f, :] = 0
-    for j in range(min(rw[BT_COUNT], 16)):
-        b = tracks[ti, j, 0]
+    for j in range(count):
+        b = balls[j, 0]
         if b < 16:
             st.trk_on[k, b] = 1
-            st.trk_mv[k, b] = 1 if tracks[ti, j, 1] & MOVING_BITS else 0
-            st.trk_xy[k, b, 0] = (
-                np.int64(tracks[ti, j, 2]) | np.int64(tracks[ti, j, 3]) << 8
-            ) / 10.0
-            st.trk_xy[k, b, 1] = (
-                np.int64(tracks[ti, j, 4]) | np.int64(tracks[ti, j, 5]) << 8
-            ) / 10.0
-            st.fit_ok[f, b] = 0 if tracks[ti, j, 1] & OCCLUDED else 1
+            st.trk_mv[k, b] = 1 if balls[j, 1] & MOVING_BITS else 0
+            st.trk_xy[k, b, 0] = (np.int64(balls[j, 2]) | np.int64(balls[j, 3]) << 8) / 10.0
+            st.trk_xy[k, b, 1] = (np.int64(balls[j, 4]) | np.int64(balls[j, 5]) << 8) / 10.0
+            st.fit_ok[f, b] = 0 if balls[j, 1] & OCCLUDED else 1
             st.fit_xy[f, b, 0] = st.trk_xy[k, b, 0]
             st.fit_xy[f, b, 1] = st.trk_xy[k, b, 1]
     st.fs[F_TRK_N] = n + 1
     st.fs[F_FIT_N] += 1
-    D = st.geo[G_D]
-    if n >= 1 and not st.fs[F_IN_SHOT]:
-        for b in range(16):
-            if st.trk_on[k, b] != st.trk_on[p, b]:
-                st.fs[F_DIRTY] = 1  # a ball put on (or taken off) the table
-                st.fs[F_STILL_RUN] = -1  # the layout changed: count still frames again
-    any_moving = False
+
+
+@njit(cache=True, inline="always")
+def _layout_changed(on, on_before):
+    """A ball is on the table in one frame and not in the other (``on``: (16,) per ball)."""
     for b in range(16):
-        if st.trk_on[k, b] and st.trk_mv[k, b]:
-            any_moving = True
-    if any_moving:
-        st.fs[F_LAST_ACT] = t
-        if st.fs[F_IN_SHOT]:
-            st.fs[F_MOVED] = 1
-    moved_before = False
-    if n >= 1:
-        for b in range(16):
-            if st.trk_on[p, b] and st.trk_mv[p, b]:
-                moved_before = True
-    if n >= 1 and (any_moving or moved_before):
-        dt = float(t - st.trk_t[p])
-        started = st.scratch_b
-        for b in range(16):
-            started[b] = (
-                st.trk_on[k, b] and st.trk_on[p, b] and st.trk_mv[k, b] and not st.trk_mv[p, b]
+        if on[b] != on_before[b]:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _any_moving(on, mv):
+    """A ball on the table is moving or spinning in this frame (``on``, ``mv``: (16,))."""
+    for b in range(16):
+        if on[b] and mv[b]:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _motion(st, ev, nev, snaps, frozen, nsnap, t):
+    """The newest frame (k, hub time t) and the one before (p), a ball moving in either:
+    the decisions motion drives, in order.
+
+    Balls still in p and moving in k are marked (``started``; ``moved[:, 2]`` their
+    start); contacts are derived from the trajectories (:func:`_trajectory_contacts`) and,
+    without the curtain, line crossings (:func:`_tracked_line_crossings`); a tip contact
+    awaiting its struck ball may get it (:func:`_struck`); every other ball that started
+    is explained by a contact or becomes a ball_moved candidate (:func:`_started_moving`).
+    Returns (events, snapshots).
+    """
+    n = st.fs[F_TRK_N] - 1  # the frames before the newest
+    k, p, q = n % HISTORY, (n - 1) % HISTORY, (n - 2) % HISTORY
+    dt = float(t - st.trk_t[p])
+    started = st.started
+    for b in range(16):
+        started[b] = st.trk_on[k, b] and st.trk_on[p, b] and st.trk_mv[k, b] and not st.trk_mv[p, b]
+        if started[b]:
+            st.moved[b, 2] = t
+    vel = st.velocity
+    _velocities(st.trk_t, st.trk_xy, st.trk_on, st.trk_mv, n, p, q, vel)
+    nev = _trajectory_contacts(st, ev, nev, k, p, vel, dt)
+    if ((st.fs[F_PRESENT] >> LINES) & 1) == 0:
+        nev = _tracked_line_crossings(st, ev, nev, k, p, dt)
+    # the struck ball: the first to start moving after the tip contact
+    if st.fs[F_STRUCK_UNKNOWN] and t > st.fs[F_CUE_T]:
+        best = _struck(st, st.fs[F_CUE_T] - CUE_GRACE_US)
+        if best >= 0:
+            started[best] = False
+            st.moved[best, 1] = -1
+            nev, nsnap = _start_shot_event(st, ev, nev, best, snaps, frozen, nsnap, TRACKED)
+    # other balls that start moving: hit by a neighbour, or moved by hand (item 17)
+    for b in range(16):
+        if started[b]:
+            nev = _started_moving(st, ev, nev, b, k, p, vel, dt, t)
+    return nev, nsnap
+
+
+@njit(cache=True, inline="always")
+def _velocities(trk_t, trk_xy, trk_on, trk_mv, n, p, q, vel):
+    """``vel[b]``: ball b's velocity (mm/µs) from frame q to frame p (the two before the
+    newest), 0 where b was not moving in p or not on the table in both; ``n`` frames came
+    before the newest (under 2: no such pair, all 0)."""
+    vel[:, :] = 0.0
+    if n < 2 or trk_t[p] <= trk_t[q]:
+        return
+    for b in range(16):
+        if trk_on[p, b] and trk_on[q, b] and trk_mv[p, b]:
+            vel[b, 0], vel[b, 1] = step_velocity(
+                trk_xy[q, b, 0],
+                trk_xy[q, b, 1],
+                trk_xy[p, b, 0],
+                trk_xy[p, b, 1],
+                trk_t[p] - trk_t[q],
             )
-            if started[b]:
-                st.moved[b, 2] = t
-        # velocities (mm/µs) over the previous frame pair
-        vel = st.scratch_v
-        vel[:, :] = 0.0
-        if n >= 2 and st.trk_t[p] > st.trk_t[q]:
-            for b in range(16):
-                if st.trk_on[p, b] and st.trk_on[q, b] and st.trk_mv[p, b]:
-                    vel[b, 0] = (st.trk_xy[p, b, 0] - st.trk_xy[q, b, 0]) / (
-                        st.trk_t[p] - st.trk_t[q]
-                    )
-                    vel[b, 1] = (st.trk_xy[p, b, 1] - st.trk_xy[q, b, 1]) / (
-                        st.trk_t[p] - st.trk_t[q]
-                    )
-        # contacts from trajectories: straight-line motion would overlap
-        for i in range(16):
-            if not (st.trk_on[k, i] and st.trk_on[p, i]):
+
+
+@njit(cache=True, inline="always")
+def _trajectory_contacts(st, ev, nev, k, p, vel, dt):
+    """Contacts seen in the trajectories between frames p and k (``dt`` µs apart).
+
+    Two balls, either moving in p, whose straight-line motion at ``vel`` would overlap in k
+    by more than ``CONTACT_TOLERANCE_MM``, that did not overlap in p already (seen then, or a
+    tracker merge), and of which one turned off its line by ``DEVIATION_MM`` (two balls
+    rolling in touch do not): a contact at the time their centres were one diameter apart
+    (:func:`_derive`).
+    """
+    D = st.geo[G_D]
+    xy, on, mv = st.trk_xy, st.trk_on, st.trk_mv
+    for i in range(16):
+        if not (on[k, i] and on[p, i]):
+            continue
+        for j in range(i + 1, 16):
+            if not (on[k, j] and on[p, j]) or not (mv[p, i] or mv[p, j]):
                 continue
-            for j in range(i + 1, 16):
-                if not (st.trk_on[k, j] and st.trk_on[p, j]):
-                    continue
-                if not (st.trk_mv[p, i] or st.trk_mv[p, j]):
-                    continue
-                # predicted from the last velocities: would they overlap now?
-                pix, piy = st.trk_xy[p, i, 0] + vel[i, 0] * dt, st.trk_xy[p, i, 1] + vel[i, 1] * dt
-                pjx, pjy = st.trk_xy[p, j, 0] + vel[j, 0] * dt, st.trk_xy[p, j, 1] + vel[j, 1] * dt
-                if np.hypot(pix - pjx, piy - pjy) >= D - CONTACT_TOLERANCE_MM:
-                    continue
-                gap_before = np.hypot(
-                    st.trk_xy[p, i, 0] - st.trk_xy[p, j, 0], st.trk_xy[p, i, 1] - st.trk_xy[p, j, 1]
-                )
-                if gap_before < D - CONTACT_TOLERANCE_MM:
-                    continue  # already overlapping in the last frame: seen then, or a tracker merge
-                # and did either actually change course (two balls rolling in touch do not)?
-                dev = max(
-                    np.hypot(st.trk_xy[k, i, 0] - pix, st.trk_xy[k, i, 1] - piy),
-                    np.hypot(st.trk_xy[k, j, 0] - pjx, st.trk_xy[k, j, 1] - pjy),
-                )
-                if dev < DEVIATION_MM:
-                    continue
-                s = _contact_time(st.trk_xy[p, i], st.trk_xy[p, j], vel[i], vel[j], D, dt)
-                nev = _derive(st, ev, nev, st.trk_t[p] + np.int64(s), i, j)
-        # line crossings from trajectories when there is no curtain
-        if ((st.fs[F_PRESENT] >> LINES) & 1) == 0:
-            for b in range(16):
-                if not (
-                    st.trk_on[k, b] and st.trk_on[p, b] and (st.trk_mv[k, b] or st.trk_mv[p, b])
-                ):
-                    continue
-                for line in range(2):
-                    lx = line_x(st.geo, line)
-                    x0, x1 = st.trk_xy[p, b, 0], st.trk_xy[k, b, 0]
-                    if (x0 >= lx) != (x1 >= lx):
-                        tau = st.trk_t[p] + np.int64(dt * (lx - x0) / (x1 - x0))
-                        nev = _push(
-                            st, ev, nev, tau, EV_LINE_CROSS, b, line, 1 if x1 > x0 else 0, 0, 0, 0
-                        )
-        # the struck ball: the first to start moving after the tip contact
-        if st.fs[F_CUE_PENDING] and t > st.fs[F_CUE_T]:
-            best = _struck(st, st.fs[F_CUE_T] - CUE_GRACE_US)
-            if best >= 0:
-                started[best] = False
-                st.moved[best, 1] = -1
-                nev, nsnap = _start_shot_event(st, ev, nev, best, snaps, frozen, nsnap, TRACKED)
-        # other balls that start moving: hit by a neighbour, or moved by hand (item 17)
-        for b in range(16):
-            if not started[b]:
+            # predicted from the last velocities: would they overlap now?
+            pix, piy = carry(xy[p, i, 0], xy[p, i, 1], vel[i, 0], vel[i, 1], dt)
+            pjx, pjy = carry(xy[p, j, 0], xy[p, j, 1], vel[j, 0], vel[j, 1], dt)
+            if np.hypot(pix - pjx, piy - pjy) >= D - CONTACT_TOLERANCE_MM:
                 continue
-            st.fs[F_MOVED] = 1
-            caused = st.fs[F_HCLICK_N] > 0  # clicks since the tip contact will explain it
-            for o in range(16):
-                lo, hi = min(b, o), max(b, o)
-                if o != b and st.pair_t[lo, hi] >= st.trk_t[p] - CAUSE_US:
-                    caused = True
-            for q in range(st.fs[F_DPEND_N]):
-                if (st.dpend[q, 1] == b or st.dpend[q, 2] == b) and st.dpend[q, 0] >= st.trk_t[
-                    p
-                ] - CAUSE_US:
-                    caused = True
-            if not caused:
-                # a mover that came within NEIGHBOUR_MM of touching it on its course from the
-                # last frame to this one (a frame exposed as it struck shows it there)
-                bx, by = st.trk_xy[p, b, 0], st.trk_xy[p, b, 1]
-                if st.rest_n[b] > 0:
-                    bx, by = st.rest_xy[b, 0], st.rest_xy[b, 1]
-                best, best_d = -1, D + NEIGHBOUR_MM
-                for o in range(16):
-                    if o == b or not st.trk_on[k, o] or not (st.trk_mv[k, o] or st.trk_mv[p, o]):
-                        continue
-                    a = p if st.trk_on[p, o] else k
-                    d = _to_segment(
-                        bx,
-                        by,
-                        st.trk_xy[a, o, 0],
-                        st.trk_xy[a, o, 1],
-                        st.trk_xy[k, o, 0],
-                        st.trk_xy[k, o, 1],
-                    )
-                    if d < best_d:
-                        best, best_d = o, d
-                if best >= 0:
-                    lo, hi = min(b, best), max(b, best)
-                    # when the mover, on its course since the last frame, came one diameter from b
-                    s = _contact_time(st.trk_xy[p, best], st.trk_xy[p, b], vel[best], vel[b], D, dt)
-                    tau = st.trk_t[p] + np.int64(s if 0.0 < s < dt else dt / 2)
-                    nev = _derive(st, ev, nev, tau, lo, hi)
-                    caused = True
-            if not caused:
-                # unexplained so far: a tip contact stamped up to CUE_GRACE_US later still claims it
-                st.moved[b, 0], st.moved[b, 1] = st.trk_t[p], t
-                st.fs[F_MOVED_N] += 1
-                if not st.fs[F_IN_SHOT]:
-                    st.fs[F_DIRTY] = 1
-    if st.fs[F_CUE_PENDING] and t > st.fs[F_CUE_T] + st.prm[PR_CUE_WAIT_US]:
-        nev, nsnap = _start_shot_event(st, ev, nev, NO_BALL, snaps, frozen, nsnap, TRACKED)
-    if st.fs[F_LHELD_N]:  # curtain reports waiting for where their ball stops
-        nev = _judge_lines(st, ev, nev, False)
-    if st.fs[F_IN_SHOT] or _watching(st):  # cushion touches too soft for the rails
-        nev = _soft_touches(st, ev, nev)
-    # rest averages: a still ball's position, averaged to beat the tracker's noise
+            if np.hypot(xy[p, i, 0] - xy[p, j, 0], xy[p, i, 1] - xy[p, j, 1]) < (
+                D - CONTACT_TOLERANCE_MM
+            ):
+                continue  # already overlapping in the last frame: seen then, or a tracker merge
+            dev = max(
+                np.hypot(xy[k, i, 0] - pix, xy[k, i, 1] - piy),
+                np.hypot(xy[k, j, 0] - pjx, xy[k, j, 1] - pjy),
+            )
+            if dev < DEVIATION_MM:
+                continue
+            s = _contact_time(xy[p, i], xy[p, j], vel[i], vel[j], D, dt)
+            nev = _derive(st, ev, nev, st.trk_t[p] + np.int64(s), i, j)
+    return nev
+
+
+@njit(cache=True)
+def _tracked_line_crossings(st, ev, nev, k, p, dt):
+    """No curtain: a ball whose centre changed side of a line (x = L/2, L/4) between frames
+    p and k (``dt`` µs apart), moving in either, crossed it at the time interpolated along
+    its step (direction 1 towards +x, 0 towards -x)."""
     for b in range(16):
-        if st.trk_on[k, b] and not st.trk_mv[k, b]:
-            st.rest_n[b] = min(st.rest_n[b] + 1, REST_AVERAGE_FRAMES)
-            st.rest_xy[b, 0] += (st.trk_xy[k, b, 0] - st.rest_xy[b, 0]) / st.rest_n[b]
-            st.rest_xy[b, 1] += (st.trk_xy[k, b, 1] - st.rest_xy[b, 1]) / st.rest_n[b]
+        if not (st.trk_on[k, b] and st.trk_on[p, b] and (st.trk_mv[k, b] or st.trk_mv[p, b])):
+            continue
+        for line in range(2):
+            lx = line_x(st.geo, line)
+            x0, x1 = st.trk_xy[p, b, 0], st.trk_xy[k, b, 0]
+            if (x0 >= lx) != (x1 >= lx):
+                tau = st.trk_t[p] + np.int64(dt * (lx - x0) / (x1 - x0))
+                direction = 1 if x1 > x0 else 0
+                nev = _push(st, ev, nev, tau, EV_LINE_CROSS, b, line, direction, 0, 0, 0)
+    return nev
+
+
+@njit(cache=True)
+def _started_moving(st, ev, nev, b, k, p, vel, dt, t):
+    """Ball b, still in frame p, moves in frame k (hub time t): what set it going.
+
+    A contact of it since ``CAUSE_US`` before p (:func:`_caused`); else a mover that passed
+    within ``NEIGHBOUR_MM`` of touching it between the frames (:func:`_mover_near`): a
+    contact derived at the time the mover came one diameter from it; else nothing known:
+    a ball_moved candidate, which a tip contact stamped up to ``CUE_GRACE_US`` later may
+    still claim (item 17), and between shots a change of layout.
+    """
+    st.fs[F_MOVED] = 1
+    if _caused(st, b, st.trk_t[p] - CAUSE_US):
+        return nev
+    o = _mover_near(st, b, k, p)
+    if o >= 0:
+        s = _contact_time(st.trk_xy[p, o], st.trk_xy[p, b], vel[o], vel[b], st.geo[G_D], dt)
+        tau = st.trk_t[p] + np.int64(s if 0.0 < s < dt else dt / 2)
+        return _derive(st, ev, nev, tau, min(b, o), max(b, o))
+    st.moved[b, 0], st.moved[b, 1] = st.trk_t[p], t
+    st.fs[F_MOVED_N] += 1
+    if not st.fs[F_IN_SHOT]:
+        st.fs[F_DIRTY] = 1
+    return nev
+
+
+@njit(cache=True)
+def _caused(st, b, since):
+    """A contact explains ball b starting to move: a click held since the tip contact (the
+    struck ball's clicks are judged with it), a contact of b since hub time ``since``, or a
+    trajectory contact of b held for its click, stamped since then."""
+    if st.fs[F_HELD_CLICKS_N] > 0:
+        return True
+    for o in range(16):
+        if o != b and st.pair_t[min(b, o), max(b, o)] >= since:
+            return True
+    for q in range(st.fs[F_HELD_CONTACTS_N]):
+        held = st.held_contacts[q]
+        if (held[1] == b or held[2] == b) and held[0] >= since:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _mover_near(st, b, k, p):
+    """The ball moving in frame p or k whose course from p to k came nearest ball b, within
+    ``NEIGHBOUR_MM`` of touching it, or -1 (a frame exposed as it struck shows it there).
+
+    b is where it rested (its rest average) or, not yet averaged, where frame p has it.
+    """
+    bx, by = st.trk_xy[p, b, 0], st.trk_xy[p, b, 1]
+    if st.rest_n[b] > 0:
+        bx, by = st.rest_xy[b, 0], st.rest_xy[b, 1]
+    best, best_d = -1, st.geo[G_D] + NEIGHBOUR_MM
+    xy = st.trk_xy
+    for o in range(16):
+        if o == b or not st.trk_on[k, o] or not (st.trk_mv[k, o] or st.trk_mv[p, o]):
+            continue
+        a = p if st.trk_on[p, o] else k
+        d = _to_segment(bx, by, xy[a, o, 0], xy[a, o, 1], xy[k, o, 0], xy[k, o, 1])
+        if d < best_d:
+            best, best_d = o, d
+    return best
+
+
+@njit(cache=True, inline="always")
+def _average_rest(on, mv, xy, rest_xy, rest_n):
+    """Each ball still in this frame (``on``, ``mv``: (16,), ``xy``: (16, 2) mm): its mean
+    position over up to ``REST_AVERAGE_FRAMES`` still frames, beating the tracker's 0.7 mm
+    noise; a ball moving or off the table starts again (``rest_n`` 0)."""
+    for b in range(16):
+        if on[b] and not mv[b]:
+            rest_n[b] = min(rest_n[b] + 1, REST_AVERAGE_FRAMES)
+            rest_xy[b, 0] += (xy[b, 0] - rest_xy[b, 0]) / rest_n[b]
+            rest_xy[b, 1] += (xy[b, 1] - rest_xy[b, 1]) / rest_n[b]
         else:
-            st.rest_n[b] = 0
-        if st.trk_on[k, b]:  # the side of each line it was last seen clearly on
+            rest_n[b] = 0
+
+
+@njit(cache=True, inline="always")
+def _line_sides(geo, on, xy, line_side):
+    """``line_side[b, line]``: the side (-1, +1) of each line ball b was last seen clearly
+    on, more than ``LINE_ZONE_MM`` from it (where a held curtain touch's ball came from)."""
+    for b in range(16):
+        if on[b]:
             for line in range(2):
-                off = st.trk_xy[k, b, 0] - line_x(st.geo, line)
+                off = xy[b, 0] - line_x(geo, line)
                 if abs(off) > LINE_ZONE_MM:
-                    st.line_side[b, line] = 1 if off > 0 else -1
-    if st.fs[F_IN_SHOT] and st.fs[F_SB_N] >= SHOT_FRAMES:
-        st.fs[F_SB_CUT] += 1  # a shot longer than SHOT_FRAMES: its paths end there
-    elif st.fs[F_IN_SHOT]:
-        i = st.fs[F_SB_N]
-        st.sb_t[i] = t
-        for b in range(16):
-            st.sb_xy[i, b, 0] = st.trk_xy[k, b, 0]
-            st.sb_xy[i, b, 1] = st.trk_xy[k, b, 1]
-            st.sb_on[i, b] = st.trk_on[k, b]
-            st.sb_mv[i, b] = st.trk_mv[k, b]
-        st.fs[F_SB_N] = i + 1
-    # every ball still: the shot ends (or the table is at rest again)
+                    line_side[b, line] = 1 if off > 0 else -1
+
+
+@njit(cache=True, inline="always")
+def _keep_shot_frame(st, k, t):
+    """Tracker frame k (hub time t) kept as the shot's next (``shot_*``) for its balls'
+    paths; beyond ``SHOT_FRAMES`` a frame is counted (``F_SHOT_FRAMES_CUT``): paths end."""
+    i = st.fs[F_SHOT_FRAMES_N]
+    if i >= SHOT_FRAMES:
+        st.fs[F_SHOT_FRAMES_CUT] += 1
+        return
+    st.shot_t[i] = t
+    for b in range(16):
+        st.shot_xy[i, b, 0] = st.trk_xy[k, b, 0]
+        st.shot_xy[i, b, 1] = st.trk_xy[k, b, 1]
+        st.shot_on[i, b] = st.trk_on[k, b]
+        st.shot_mv[i, b] = st.trk_mv[k, b]
+    st.fs[F_SHOT_FRAMES_N] = i + 1
+
+
+@njit(cache=True, inline="always")
+def _still_table(st, ev, nev, t, any_moving, snaps, frozen, nsnap, paths, npath):
+    """The still-table check after a frame at hub time t.
+
+    Every ball still (spinning counts as moving) for ``still_frames`` frames ends the shot,
+    at the first still frame, once its struck ball is decided and something moved; outside
+    a shot, ``rest_frames`` of them after a change (``F_DIRTY``) are a rest event with the
+    layout.  A frame with motion, or a layout change (``F_STILL_RUN`` -1), starts the count
+    again.  Returns (events, snapshots, path points).
+    """
     if any_moving or st.fs[F_STILL_RUN] < 0:
         st.fs[F_STILL_RUN] = 0
-    else:
-        if st.fs[F_STILL_RUN] == 0:
-            st.fs[F_STILL_T] = t
-        st.fs[F_STILL_RUN] += 1
-        if st.fs[F_IN_SHOT] and st.fs[F_STILL_RUN] >= st.prm[PR_STILL_FRAMES]:
-            if not st.fs[F_CUE_PENDING] and st.fs[F_MOVED]:
-                nev, nsnap, npath = _end_shot(
-                    st,
-                    ev,
-                    nev,
-                    st.fs[F_STILL_T],
-                    FLAG_CERTAIN,
-                    snaps,
-                    frozen,
-                    nsnap,
-                    paths,
-                    npath,
-                    TRACKED,
-                )
-        elif (
-            not st.fs[F_IN_SHOT] and st.fs[F_STILL_RUN] >= st.prm[PR_REST_FRAMES] and st.fs[F_DIRTY]
-        ):
-            row = _emit(st, ev, nev, st.fs[F_STILL_T], EV_REST, NO_BALL, 0, 0, 0, 0, 0)
-            if row >= 0:
-                nev = row + 1
-                if nsnap < snaps.shape[0]:
-                    ev[row, O_SNAP] = nsnap
-                    nsnap = _snapshot(st, snaps, frozen, nsnap, t)
-                else:
-                    st.fs[F_SNAPS_CUT] += 1
-            st.fs[F_DIRTY] = 0
+        return nev, nsnap, npath
+    if st.fs[F_STILL_RUN] == 0:
+        st.fs[F_STILL_T] = t
+    st.fs[F_STILL_RUN] += 1
+    if st.fs[F_IN_SHOT] and st.fs[F_STILL_RUN] >= st.prm[PR_STILL_FRAMES]:
+        if not st.fs[F_STRUCK_UNKNOWN] and st.fs[F_MOVED]:
+            still_t = st.fs[F_STILL_T]
+            return _end_shot(
+                st, ev, nev, still_t, FLAG_CERTAIN, snaps, frozen, nsnap, paths, npath, TRACKED
+            )
+    elif not st.fs[F_IN_SHOT] and st.fs[F_STILL_RUN] >= st.prm[PR_REST_FRAMES] and st.fs[F_DIRTY]:
+        row = _emit(st, ev, nev, st.fs[F_STILL_T], EV_REST, NO_BALL, 0, 0, 0, 0, 0)
+        if row >= 0:
+            nev = row + 1
+            if nsnap < snaps.shape[0]:
+                ev[row, O_SNAP] = nsnap
+                nsnap = _snapshot(st, snaps, frozen, nsnap, t)
+            else:
+                st.fs[F_SNAPS_CUT] += 1
+        st.fs[F_DIRTY] = 0
     return nev, nsnap, npath
 
 
@@ -1612,7 +1781,7 @@ def _quiet_end(st, ev, nev, upto, snaps, frozen, nsnap, paths, npath):
     if st.fs[F_IN_SHOT] and not _tracker_alive(st):
         deadline = st.fs[F_LAST_ACT] + st.prm[PR_QUIET_US]
         if deadline <= upto:
-            if st.fs[F_CUE_PENDING]:
+            if st.fs[F_STRUCK_UNKNOWN]:
                 nev, nsnap = _start_shot_event(
                     st, ev, nev, NO_BALL, snaps, frozen, nsnap, UNTRACKED
                 )
@@ -1628,14 +1797,16 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
 
     The rows are ``store[index[i]]`` (``synthetic[index[i] - len(store)]``
     past the store): the timeline's release order, without copying rows.
+    A driver, as ``rules.referee.Referee.feed`` is: before each row the timers
+    that are armed fire at its hub time (held contacts, ball_moved candidates,
+    held clicks and cushion hits, the quiet end of a shot without tracker);
+    then the row goes to the step for its type.  At ``upto`` the timers fire
+    once more and the safe time is taken (:func:`_safe_time`).
     """
     n_store = len(store)
     nev = np.int64(0)  # not a literal 0: see NO_BALL
     nsnap = np.int64(0)
     npath = np.int64(0)
-    xy = np.empty((16, 2))
-    on = np.zeros(16, np.bool_)
-    pen = np.empty(16)
     for i in range(len(index)):
         r = index[i]
         rw = store[r] if r < n_store else synthetic[r - n_store]
@@ -1644,13 +1815,13 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
         # timers; called only when armed: the state tuple is a costly argument per row
         if st.fs[F_IN_SHOT]:
             nev, nsnap, npath = _quiet_end(st, ev, nev, t, snaps, frozen, nsnap, paths, npath)
-        if st.fs[F_DPEND_N]:
+        if st.fs[F_HELD_CONTACTS_N]:
             nev = _release_derived(st, ev, nev, t)
         if st.fs[F_MOVED_N]:
             nev = _release_moved(st, ev, nev, t)
-        if st.fs[F_HCLICK_N]:
+        if st.fs[F_HELD_CLICKS_N]:
             nev = _release_held(st, ev, nev, t)
-        if st.fs[F_FHOLD_N]:
+        if st.fs[F_HELD_HITS_N]:
             nev = _release_frozen(st, ev, nev, t)
         st.fs[F_NOW] = max(st.fs[F_NOW], t)
         tracked = _tracker_alive(st)
@@ -1660,169 +1831,231 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
                     st, rw, tracks, ev, nev, snaps, frozen, nsnap, paths, npath
                 )
         elif mtype == T_CUSHION:
-            c = rw[CH_CUSHION]
-            if 0 <= c < 6:
-                nev = _cushion_hit(st, ev, nev, t, c, rw[CH_POS], rw[CH_AMP], tracked, xy, on, pen)
+            nev = _cushion_hit(st, ev, nev, rw, tracked)
         elif mtype == T_POCKET:
-            pk = rw[PD_POCKET]
-            if 0 <= pk < 6:
-                ball = -1
-                if tracked:
-                    _carried(st, t, xy, on, pen)
-                    px, py = pocket_xy(st.geo, pk)
-                    ball = nearest_ball(xy, on, pen, px, py, ATTRIBUTION_LIMIT_MM)
-                colour = rw[PD_COLOUR]
-                nev = _push(
-                    st, ev, nev, t, EV_POCKET, ball, pk, colour if colour <= 1 else -1, 0, 0, 0
-                )
-                st.fs[F_LAST_ACT] = t
+            nev = _pocket_drop(st, ev, nev, rw, tracked)
         elif mtype == T_LINE:
-            st.fs[F_LAST_ACT] = t
-            line, direction = rw[LC_LINE], rw[LC_DIR]
-            if direction <= 2 and 0 <= line <= 1:
-                ball = -1
-                if tracked:
-                    _carried(st, t, xy, on, pen)
-                    ball = nearest_ball(
-                        xy, on, pen, line_x(st.geo, line), float(rw[LC_POS]), ATTRIBUTION_LIMIT_MM
-                    )
-                nev = _line_report(st, ev, nev, t, line, direction, ball)
+            nev = _line_cross(st, ev, nev, rw, tracked)
         elif mtype == T_CLICK:
-            if st.fs[F_IN_SHOT] and not st.fs[F_CUE_PENDING]:
-                nev = _click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
-            else:
-                # the struck ball is not known yet, or between shots a tip contact stamped
-                # just after may own it (a cue ball frozen to others: a cluster struck)
-                h = st.fs[F_HCLICK_N]
-                if h < HELD_CLICKS:
-                    st.hclick[h, 0], st.hclick[h, 1], st.hclick[h, 2] = t, rw[BC_X], rw[BC_Y]
-                    st.fs[F_HCLICK_N] = h + 1
-                else:  # none can wait: judged at once
-                    st.fs[F_HELD_CUT] += 1
-                    nev = _click(st, ev, nev, t, rw[BC_X], rw[BC_Y], tracked)
+            nev = _ball_click(st, ev, nev, rw, tracked)
         elif mtype == T_CUE:
-            same_stroke = st.fs[F_IN_SHOT] and t - st.fs[F_FIRST_CUE_T] <= st.prm[PR_DOUBLE_HIT_US]
-            if not same_stroke:
-                if st.fs[F_LHELD_N]:  # their balls are struck again: settled with what is known
-                    nev = _judge_lines(st, ev, nev, True)
-                if st.fs[F_IN_SHOT]:
-                    if st.fs[F_CUE_PENDING]:
-                        nev, nsnap = _start_shot_event(
-                            st, ev, nev, NO_BALL, snaps, frozen, nsnap, tracked
-                        )
-                    flags = FLAG_CERTAIN | FLAG_INTERRUPTED if tracked else NO_FLAGS
-                    nev, nsnap, npath = _end_shot(
-                        st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, tracked
-                    )
-                st.fs[F_SHOT] += 1
-                st.fs[F_IN_SHOT] = 1
-                st.fs[F_FIRST_CUE_T] = t
-                st.fs[F_CUE_T] = t
-                st.fs[F_CUE_DUR] = rw[CUE_DUR]
-                # clicks held in the last CUE_GRACE_US are the sensors' jitter around the tip
-                # contact: part of the shot, from its start
-                st.hclick[: st.fs[F_HCLICK_N], 0] = t
-                st.fs[F_MOVED] = 0
-                st.fs[F_STILL_RUN] = 0
-                st.fs[F_SB_N] = 0
-                _stop_watching(st, True)
-                if tracked:
-                    # the layout before the shot, kept until the struck ball is known
-                    _snapshot(st, st.pend_snap, st.pend_frozen, 0, t)
-                    st.fs[F_CUE_PENDING] = 1
-                    # every cushion a ball does not rest against may be touched in the shot
-                    for b in range(16):
-                        st.soft[b, SW_ARMED] = ALL_CUSHIONS & ~st.pend_frozen[0, b]
-                    # the tracker may have seen the struck ball move a frame before this stamp
-                    early = _struck(st, t - CUE_GRACE_US)
-                    if early >= 0:
-                        st.moved[early, 1] = -1
-                        nev, nsnap = _start_shot_event(
-                            st, ev, nev, early, snaps, frozen, nsnap, TRACKED
-                        )
-                    k = (st.fs[F_TRK_N] - 1) % HISTORY
-                    st.sb_t[0] = st.trk_t[k]
-                    for b in range(16):
-                        st.sb_xy[0, b, 0] = st.trk_xy[k, b, 0]
-                        st.sb_xy[0, b, 1] = st.trk_xy[k, b, 1]
-                        st.sb_on[0, b] = st.trk_on[k, b]
-                        st.sb_mv[0, b] = 0
-                    st.fs[F_SB_N] = 1
-                else:
-                    nev, nsnap = _start_shot_event(
-                        st, ev, nev, NO_BALL, snaps, frozen, nsnap, UNTRACKED
-                    )
-            nev = _push(st, ev, nev, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
-            st.fs[F_LAST_ACT] = t
+            nev, nsnap, npath = _cue_contact(
+                st, ev, nev, rw, tracked, snaps, frozen, nsnap, paths, npath
+            )
         elif mtype == T_KEYPAD:
             nev = _push(st, ev, nev, t, EV_KEYPAD, -1, rw[KP_KEY], rw[KP_ARG], 0, 0, 0)
         elif mtype == T_NODE_STATUS or mtype == NODE_SILENT or mtype == NODE_BACK:
-            if mtype == T_NODE_STATUS:
-                node, code, who = rw[S_PEER], rw[S_CODE], STATUS_FROM_HUB
-            else:
-                node, code, who = rw[P0], 1 if mtype == NODE_SILENT else 0, STATUS_SILENT
-            if 0 <= node < 16:
-                if code == 1:
-                    st.fs[F_DOWN] |= np.int64(1) << node
-                elif code == 0:
-                    st.fs[F_DOWN] &= ~(np.int64(1) << node)
-                if node == TRACKER and code == 1:
-                    if st.fs[F_LHELD_N]:
-                        nev = _judge_lines(st, ev, nev, True)
-                    st.fs[F_TRK_N] = 0  # its history is stale when it comes back
-                    st.fs[F_FIT_N] = 0
-                    _stop_watching(st, True)
-            nev = _push(st, ev, nev, t, EV_NODE_STATUS, -1, node, code, who, 0, 0)
+            nev = _node_status(st, ev, nev, rw, mtype)
         elif mtype == T_HELLO:
-            if st.fs[F_IN_SHOT]:
-                if st.fs[F_CUE_PENDING]:
-                    nev, nsnap = _start_shot_event(
-                        st, ev, nev, NO_BALL, snaps, frozen, nsnap, tracked
-                    )
-                nev, nsnap, npath = _end_shot(
-                    st, ev, nev, t, NO_FLAGS, snaps, frozen, nsnap, paths, npath, UNTRACKED
-                )
-            if st.fs[F_LHELD_N]:
-                nev = _judge_lines(st, ev, nev, True)
-            st.fs[F_PRESENT] = rw[H_PRESENT] | 1
-            st.fs[F_DOWN] = 0
-            st.fs[F_TRK_N] = 0
-            st.fs[F_FIT_N] = 0
-            _stop_watching(st, True)
-            # the tracker's history restarts: a run of still frames across the boot is no rest
-            st.fs[F_STILL_RUN] = 0
-            st.rest_n[:] = 0
-            if rw[H_LEN] > 0 and rw[H_WID] > 0 and rw[H_BALL] > 0:
-                st.geo[0] = rw[H_LEN]
-                st.geo[1] = rw[H_WID]
-                st.geo[2] = rw[H_BALL] / 1000.0
-            nev = _push(
-                st,
-                ev,
-                nev,
-                t,
-                EV_BOOT,
-                -1,
-                rw[H_BOOT],
-                rw[H_PRESENT],
-                rw[H_LEN],
-                rw[H_WID],
-                rw[H_BALL],
-            )
+            nev, nsnap, npath = _hello(st, ev, nev, rw, tracked, snaps, frozen, nsnap, paths, npath)
     nev, nsnap, npath = _quiet_end(st, ev, nev, upto, snaps, frozen, nsnap, paths, npath)
     nev = _release_derived(st, ev, nev, upto)
     nev = _release_moved(st, ev, nev, upto)
-    if st.fs[F_HCLICK_N]:
+    if st.fs[F_HELD_CLICKS_N]:
         nev = _release_held(st, ev, nev, upto)
-    if st.fs[F_FHOLD_N]:
+    if st.fs[F_HELD_HITS_N]:
         nev = _release_frozen(st, ev, nev, upto)
     st.fs[F_NOW] = max(st.fs[F_NOW], upto)
-    # the earliest hub time a later emission may still carry
+    return nev, nsnap, npath, _safe_time(st)
+
+
+@njit(cache=True)
+def _pocket_drop(st, ev, nev, rw, tracked):
+    """A POCKET_DROP row: a pocket event, given (tracker alive) to the ball carried nearest
+    the pocket, with its colour (0, 1; else -1: not known)."""
+    t, pocket = rw[C_HUB], rw[PD_POCKET]
+    if not 0 <= pocket < 6:
+        return nev
+    ball = -1
+    if tracked:
+        xy, on, pen = st.carried_xy, st.carried_on, st.carried_pen
+        _carried(st, t, xy, on, pen)
+        px, py = pocket_xy(st.geo, pocket)
+        ball = nearest_ball(xy, on, pen, px, py, ATTRIBUTION_LIMIT_MM)
+    colour = rw[PD_COLOUR]
+    nev = _push(st, ev, nev, t, EV_POCKET, ball, pocket, colour if colour <= 1 else -1, 0, 0, 0)
+    st.fs[F_LAST_ACT] = t
+    return nev
+
+
+@njit(cache=True)
+def _line_cross(st, ev, nev, rw, tracked):
+    """A LINE_CROSS row from the curtain (direction 0/1 a crossing, 2 a touch): given (tracker
+    alive) to the ball carried nearest its place on the line, then reported or held
+    (:func:`_line_report`)."""
+    t = rw[C_HUB]
+    st.fs[F_LAST_ACT] = t
+    line, direction = rw[LC_LINE], rw[LC_DIR]
+    if direction > 2 or not 0 <= line <= 1:
+        return nev
+    ball = -1
+    if tracked:
+        xy, on, pen = st.carried_xy, st.carried_on, st.carried_pen
+        _carried(st, t, xy, on, pen)
+        lx, ly = line_x(st.geo, line), float(rw[LC_POS])
+        ball = nearest_ball(xy, on, pen, lx, ly, ATTRIBUTION_LIMIT_MM)
+    return _line_report(st, ev, nev, t, line, direction, ball)
+
+
+@njit(cache=True)
+def _ball_click(st, ev, nev, rw, tracked):
+    """A BALL_CLICK row: judged at once in a shot whose struck ball is known (:func:`_click`).
+
+    Otherwise held (``held_clicks``): the struck ball is not known yet, or, between shots,
+    a tip contact stamped just after may own it (a cue ball frozen to others: a cluster
+    struck).  A click finding no room to wait is counted and judged at once.
+    """
+    t, x, y = rw[C_HUB], rw[BC_X], rw[BC_Y]
+    if st.fs[F_IN_SHOT] and not st.fs[F_STRUCK_UNKNOWN]:
+        return _click(st, ev, nev, t, x, y, tracked)
+    h = st.fs[F_HELD_CLICKS_N]
+    if h < HELD_CLICKS:
+        st.held_clicks[h, 0], st.held_clicks[h, 1], st.held_clicks[h, 2] = t, x, y
+        st.fs[F_HELD_CLICKS_N] = h + 1
+        return nev
+    st.fs[F_HELD_CUT] += 1  # none can wait: judged at once
+    return _click(st, ev, nev, t, x, y, tracked)
+
+
+@njit(cache=True)
+def _cue_contact(st, ev, nev, rw, tracked, snaps, frozen, nsnap, paths, npath):
+    """A CUE_CONTACT row: the tip struck; then its cue_contact event.
+
+    Within ``double_hit_us`` of the shot's first tip contact it is the same stroke (item
+    18).  Otherwise held curtain reports are settled with what is known (their balls are
+    struck again), a shot still running ends ``interrupted`` (14.2; its struck ball never
+    known: none), and a new shot starts (:func:`_new_shot`).  Returns (events, snapshots,
+    path points).
+    """
+    t = rw[C_HUB]
+    same_stroke = st.fs[F_IN_SHOT] and t - st.fs[F_FIRST_CUE_T] <= st.prm[PR_DOUBLE_HIT_US]
+    if not same_stroke:
+        if st.fs[F_HELD_LINES_N]:
+            nev = _judge_lines(st, ev, nev, True)
+        if st.fs[F_IN_SHOT]:
+            if st.fs[F_STRUCK_UNKNOWN]:
+                nev, nsnap = _start_shot_event(st, ev, nev, NO_BALL, snaps, frozen, nsnap, tracked)
+            flags = FLAG_CERTAIN | FLAG_INTERRUPTED if tracked else NO_FLAGS
+            nev, nsnap, npath = _end_shot(
+                st, ev, nev, t, flags, snaps, frozen, nsnap, paths, npath, tracked
+            )
+        nev, nsnap = _new_shot(st, ev, nev, t, rw[CUE_DUR], tracked, snaps, frozen, nsnap)
+    nev = _push(st, ev, nev, t, EV_CUE_CONTACT, -1, rw[CUE_DUR], rw[CUE_FORCE], 0, 0, 0)
+    st.fs[F_LAST_ACT] = t
+    return nev, nsnap, npath
+
+
+@njit(cache=True)
+def _new_shot(st, ev, nev, t, duration, tracked, snaps, frozen, nsnap):
+    """A new shot from a tip contact at hub time t that lasted ``duration`` µs.
+
+    Clicks held in the last ``CUE_GRACE_US`` are the sensors' jitter around the tip
+    contact: part of the shot, from its start.  With the tracker alive, the layout before
+    the shot is kept until the struck ball is known (``layout_before``), every cushion a
+    ball does not rest against is armed for soft touches, a frame may already show the
+    struck ball (up to ``CUE_GRACE_US`` before the stamp), and the last frame is the
+    shot's first (for paths).  Without it the shot starts at once, struck ball unknown.
+    Returns (events, snapshots).
+    """
+    st.fs[F_SHOT] += 1
+    st.fs[F_IN_SHOT] = 1
+    st.fs[F_FIRST_CUE_T] = t
+    st.fs[F_CUE_T] = t
+    st.fs[F_CUE_DUR] = duration
+    st.held_clicks[: st.fs[F_HELD_CLICKS_N], 0] = t
+    st.fs[F_MOVED] = 0
+    st.fs[F_STILL_RUN] = 0
+    st.fs[F_SHOT_FRAMES_N] = 0
+    _stop_watching(st, True)
+    if not tracked:
+        return _start_shot_event(st, ev, nev, NO_BALL, snaps, frozen, nsnap, UNTRACKED)
+    _snapshot(st, st.layout_before, st.frozen_before, 0, t)
+    st.fs[F_STRUCK_UNKNOWN] = 1
+    for b in range(16):
+        st.soft[b, SW_ARMED] = ALL_CUSHIONS & ~st.frozen_before[0, b]
+    early = _struck(st, t - CUE_GRACE_US)
+    if early >= 0:
+        st.moved[early, 1] = -1
+        nev, nsnap = _start_shot_event(st, ev, nev, early, snaps, frozen, nsnap, TRACKED)
+    k = (st.fs[F_TRK_N] - 1) % HISTORY
+    st.shot_t[0] = st.trk_t[k]
+    for b in range(16):
+        st.shot_xy[0, b, 0] = st.trk_xy[k, b, 0]
+        st.shot_xy[0, b, 1] = st.trk_xy[k, b, 1]
+        st.shot_on[0, b] = st.trk_on[k, b]
+        st.shot_mv[0, b] = 0
+    st.fs[F_SHOT_FRAMES_N] = 1
+    return nev, nsnap
+
+
+@njit(cache=True)
+def _node_status(st, ev, nev, rw, mtype):
+    """A node's status row: NODE_STATUS from the hub, or the timeline's NODE_SILENT /
+    NODE_BACK.  Code 1 marks the node down, 0 up again; the tracker going down settles
+    held curtain reports and drops its history (stale when it comes back) and the touch
+    watches.  Then the node_status event (``O_C``: who said so)."""
+    if mtype == T_NODE_STATUS:
+        node, code, who = rw[S_PEER], rw[S_CODE], STATUS_FROM_HUB
+    else:
+        node, code, who = rw[P0], 1 if mtype == NODE_SILENT else 0, STATUS_SILENT
+    if 0 <= node < 16:
+        if code == 1:
+            st.fs[F_DOWN] |= np.int64(1) << node
+        elif code == 0:
+            st.fs[F_DOWN] &= ~(np.int64(1) << node)
+        if node == TRACKER and code == 1:
+            if st.fs[F_HELD_LINES_N]:
+                nev = _judge_lines(st, ev, nev, True)
+            st.fs[F_TRK_N] = 0  # its history is stale when it comes back
+            st.fs[F_FIT_N] = 0
+            _stop_watching(st, True)
+    return _push(st, ev, nev, rw[C_HUB], EV_NODE_STATUS, -1, node, code, who, 0, 0)
+
+
+@njit(cache=True)
+def _hello(st, ev, nev, rw, tracked, snaps, frozen, nsnap, paths, npath):
+    """A HELLO row: the hub (re)booted.  A running shot ends (uncertain), held curtain
+    reports are settled, the nodes present are taken from it, none down; the tracker's
+    history, touch watches and rest averages restart (a run of still frames across the boot
+    is no rest); the table's size is taken when it gives one.  Then the boot event.
+    Returns (events, snapshots, path points)."""
+    t = rw[C_HUB]
+    if st.fs[F_IN_SHOT]:
+        if st.fs[F_STRUCK_UNKNOWN]:
+            nev, nsnap = _start_shot_event(st, ev, nev, NO_BALL, snaps, frozen, nsnap, tracked)
+        nev, nsnap, npath = _end_shot(
+            st, ev, nev, t, NO_FLAGS, snaps, frozen, nsnap, paths, npath, UNTRACKED
+        )
+    if st.fs[F_HELD_LINES_N]:
+        nev = _judge_lines(st, ev, nev, True)
+    st.fs[F_PRESENT] = rw[H_PRESENT] | 1
+    st.fs[F_DOWN] = 0
+    st.fs[F_TRK_N] = 0
+    st.fs[F_FIT_N] = 0
+    _stop_watching(st, True)
+    st.fs[F_STILL_RUN] = 0
+    st.rest_n[:] = 0
+    if rw[H_LEN] > 0 and rw[H_WID] > 0 and rw[H_BALL] > 0:
+        st.geo[0] = rw[H_LEN]
+        st.geo[1] = rw[H_WID]
+        st.geo[2] = rw[H_BALL] / 1000.0
+    boot, present = rw[H_BOOT], rw[H_PRESENT]
+    length, width, ball = rw[H_LEN], rw[H_WID], rw[H_BALL]
+    nev = _push(st, ev, nev, t, EV_BOOT, -1, boot, present, length, width, ball)
+    return nev, nsnap, npath
+
+
+@njit(cache=True)
+def _safe_time(st):
+    """The earliest hub time a later emission may still carry: ``now``, held back by every
+    decision still open -- trajectory contacts and clicks held, ball_moved candidates, the
+    newest tracker frame and a still run that may end the shot or rest the table, a struck
+    ball awaited, curtain reports held, touch watches, cushion hits of frozen balls held."""
     safe = st.fs[F_NOW]
-    for q in range(st.fs[F_DPEND_N]):
-        safe = min(safe, st.dpend[q, 0])
-    if st.fs[F_HCLICK_N]:
-        safe = min(safe, st.hclick[0, 0])
+    for q in range(st.fs[F_HELD_CONTACTS_N]):
+        safe = min(safe, st.held_contacts[q, 0])
+    if st.fs[F_HELD_CLICKS_N]:
+        safe = min(safe, st.held_clicks[0, 0])
     for b in range(16):
         if st.moved[b, 1] >= 0:
             safe = min(safe, st.moved[b, 0])
@@ -1830,16 +2063,16 @@ def fuse(st, store, synthetic, index, tracks, upto, ev, snaps, frozen, paths):
         safe = min(safe, st.trk_t[(st.fs[F_TRK_N] - 1) % HISTORY])
         if st.fs[F_STILL_RUN] > 0 and (st.fs[F_IN_SHOT] or st.fs[F_DIRTY]):
             safe = min(safe, st.fs[F_STILL_T])
-    if st.fs[F_CUE_PENDING]:
+    if st.fs[F_STRUCK_UNKNOWN]:
         safe = min(safe, st.fs[F_CUE_T])
-    for h in range(st.fs[F_LHELD_N]):
-        safe = min(safe, st.lheld[h, LH_T])
+    for h in range(st.fs[F_HELD_LINES_N]):
+        safe = min(safe, st.held_lines[h, LH_T])
     for b in range(16):
         if st.soft[b, SW_C] >= 0:
             safe = min(safe, st.soft[b, SW_T0])
-        if st.fhold[b, 0] >= 0:
-            safe = min(safe, st.fhold[b, 0])
-    return nev, nsnap, npath, safe
+        if st.held_hits[b, 0] >= 0:
+            safe = min(safe, st.held_hits[b, 0])
+    return safe
 
 
 @njit(cache=True)
@@ -1850,7 +2083,7 @@ def settle(st, ev):
     into ``ev`` (room for ``LINE_HELD`` + 16)."""
     nev = _judge_lines(st, ev, np.int64(0), True)
     for b in range(16):
-        if st.fhold[b, 0] >= 0:
-            nev = _write_frozen_hit(st, ev, nev, b, st.fhold[b, 0])
+        if st.held_hits[b, 0] >= 0:
+            nev = _write_frozen_hit(st, ev, nev, b, st.held_hits[b, 0])
     _stop_watching(st, False)
     return nev

@@ -14,7 +14,7 @@ distance minus the radius) is modelled as an apex at the contact time
 or none: a ball whose rebound is too slow stays against the cushion).  With
 ``h`` free the fit says how close the ball came, with a standard error from
 the tracker's σ; with ``h`` = 0 it times the touch.  The kernel
-(:func:`.kernel._soft_touch`) decides from the fits; this module is the
+(:func:`.kernel._soft_watch`) decides from the fits; this module is the
 arithmetic.
 """
 
