@@ -74,8 +74,13 @@ class Daemon:
         self.engine: Engine = engine or Compiled(rules)
         self.record_dir = record_dir
         # Opened now, so an unusable directory is an OSError here, before the port is touched.
+        # flush_bytes=1: every chunk goes to the kernel as it is read, so a daemon killed
+        # outright (SIGKILL, a watchdog restart) loses none of what it judged, and the next
+        # start resumes the match from all of it (service/resume.py)
         self.recorder = (
-            CaptureRecorder(record_dir, max_bytes=record_part_bytes) if record_dir else None
+            CaptureRecorder(record_dir, max_bytes=record_part_bytes, flush_bytes=1)
+            if record_dir
+            else None
         )
         self.on_event = on_event or (lambda event: None)
         self.on_line = on_line or (lambda line: None)

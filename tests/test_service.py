@@ -379,7 +379,9 @@ def test_a_daemon_killed_mid_stream_resumes_the_match_from_todays_recording(tmp_
             proc.kill()
             proc.wait(10)
     assert b"resumed the match from today's recording" in err, err.decode()
+    # the count carries on (a fresh daemon would say shot 1); the last verdict may come
+    # again when the host clock released it just before the kill (docs/service.md)
     nxt = after[0]
-    assert nxt["shot"] > before[-1]["shot"] >= 3, (before, after)
+    assert nxt["shot"] in (before[-1]["shot"], before[-1]["shot"] + 1), (before, after)
     want = expected[nxt["shot"]]
     assert (nxt["shot"], nxt["player"]) == (want["shot"], want["player"]), (nxt, want)
