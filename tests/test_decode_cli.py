@@ -156,3 +156,75 @@ def test_decode_shows_every_frame_a_retransmission_marked_and_filters_only_lines
     assert main(["decode", str(capture), *options]) == 0
     text = capsys.readouterr().out
     assert text.count("DUPLICATE (already delivered)") == sum(d for _, _, d in shown)
+
+
+def _live_decode(args: list[str], feed) -> tuple[list[dict], int]:
+    """``decode --json ARGS`` in its own process; ``feed()`` gives it bytes; then Ctrl-C."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "firmware_host", "decode", "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        feed()
+        time.sleep(2.0)  # a few polls of the file or the link
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert "Traceback" not in err, err
+    return [json.loads(x) for x in out.splitlines()], proc.returncode
+
+
+def test_follow_decodes_what_is_appended_to_a_capture_until_ctrl_c(tmp_path):
+    import time
+
+    capture = tmp_path / "growing.bin"
+    first, rest = _frames(*WIRE[:2]), _frames(*WIRE[2:])
+    capture.write_bytes(first)
+
+    def grow() -> None:
+        time.sleep(1.0)
+        with capture.open("ab") as f:
+            f.write(rest)
+
+    lines, status = _live_decode([str(capture), "--follow"], grow)
+    *frames, summary = lines
+    assert [(f["node"], f["seq"]) for f in frames] == [(1, 5), (1, 5), (3, 6), (1, 6)]
+    assert summary["summary"]["frames"] == 3 and status == 0
+
+
+def test_port_decodes_a_live_link_until_ctrl_c():
+    import time
+
+    master, slave = os.openpty()
+    try:
+
+        def send() -> None:
+            time.sleep(1.5)  # the link opened (the transport polls for it)
+            os.write(master, _frames(*WIRE))
+
+        lines, status = _live_decode(["--port", os.ttyname(slave)], send)
+    finally:
+        os.close(master)
+        os.close(slave)
+    *frames, summary = lines
+    assert [f.get("duplicate", False) for f in frames] == [False, True, False, False]
+    assert summary["summary"]["duplicates"] == 1 and status == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([], "give a CAPTURE (- for stdin) or --port URL"),
+        (["x.bin", "--port", "loop://"], "give a CAPTURE (- for stdin) or --port URL"),
+        (["-", "--follow"], "--follow needs a capture file"),
+    ],
+)
+def test_decode_needs_one_input(args, says):
+    done = run_cli("decode", *args)
+    assert done.returncode == 2 and says in done.stderr.decode()

@@ -11,12 +11,16 @@ gives its length as ``dropped_bytes``), 2 when it cannot be read.
 from __future__ import annotations
 
 import argparse
+import queue
 import sys
+import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
-from ..cliutil import dumps, finite_float, int_in
+from ..cliutil import UsageError, check_port, dumps, finite_float, int_in, open_binary, read_chunk
 
 CHUNK = 1 << 20
+FOLLOW_S = 0.2  # --follow, --port: how often to look for more bytes
 
 
 EXAMPLES = """\
@@ -26,7 +30,22 @@ EXAMPLES = """\
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("capture", help="raw capture file (.bin), or - for stdin")
+    parser.add_argument(
+        "capture", nargs="?", help="raw capture file (.bin), or - for stdin (or --port URL)"
+    )
+    parser.add_argument(
+        "--port",
+        metavar="URL",
+        help="decode a live link instead: a serial device or pyserial URL, until Ctrl-C",
+    )
+    parser.add_argument(
+        "--baud", type=int_in(50, 12_000_000), default=921_600, help="with --port: the baud rate"
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="a capture still being written: wait for more at its end, until Ctrl-C",
+    )
     parser.add_argument("--json", action="store_true", help="JSON Lines (EVENTS.md)")
     parser.add_argument(
         "--strict", action="store_true", help="stop at the first bad frame (exit status 1)"
@@ -113,6 +132,37 @@ def _text_line(item: Any) -> str:
     return head + f"UNKNOWN 0x{item.msg_type:02X}  payload={item.payload.hex()}{retx}"
 
 
+def _file(path: str, follow: bool) -> Iterator[bytes]:
+    """A capture in chunks; with ``follow``, also what is appended to it later."""
+    source = open_binary(path)
+    try:
+        while True:
+            chunk = read_chunk(source, path, CHUNK)
+            if chunk:
+                yield chunk
+            elif follow:
+                time.sleep(FOLLOW_S)
+            else:
+                return
+    finally:
+        source.close()
+
+
+def _link(url: str, baud: int) -> Iterator[bytes]:
+    """A live link's bytes as they arrive (the transport reconnects a lost port)."""
+    from ..transport import SerialTransport
+
+    transport = SerialTransport(url, baudrate=baud).open()
+    try:
+        while True:
+            try:
+                yield transport.chunks.get(timeout=FOLLOW_S).data
+            except queue.Empty:
+                continue
+    finally:
+        transport.close()
+
+
 def _selected(item: Any, types: set[str] | None, args: argparse.Namespace) -> bool:
     """The filters select lines; a bad frame has no node, type or time and passes only
     when no filter asks for one of them.  The summary always counts everything."""
@@ -170,8 +220,6 @@ def run(args: argparse.Namespace) -> int:
     from protocol.decoder import StreamDecoder
     from protocol.framing import BadFrame
 
-    from ..cliutil import UsageError, open_binary, read_chunk
-
     wanted = None
     if args.type:
         unknown = [name for name in args.type if name.upper() not in BY_NAME]
@@ -179,25 +227,32 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--type {unknown[0]}: no such message (see `firmware-host dump`)")
         wanted = {name.upper() for name in args.type}
 
+    if (args.capture is None) == (args.port is None):
+        raise UsageError("give a CAPTURE (- for stdin) or --port URL, one of them")
+    if args.follow and args.capture in (None, "-"):
+        raise UsageError("--follow needs a capture file (a growing one)")
+    if args.port is not None:
+        check_port(args.port)
     out = sys.stdout
     line = (lambda item: dumps(_json_line(item))) if args.json else _text_line
     decoder = StreamDecoder()
-    source = open_binary(args.capture)
+    if not args.json:
+        out.write(f"{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n")
+    live = args.port is not None or args.follow
     try:
-        if not args.json:
-            out.write(
-                f"{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n"
-            )
         # Only reading is the capture's fault (exit 2); a write error is stdout's (cli.main).
-        while chunk := read_chunk(source, args.capture, CHUNK):
+        for chunk in _link(args.port, args.baud) if args.port else _file(args.capture, args.follow):
             for item in decoder.feed(chunk).items():
                 if not _selected(item, wanted, args):
                     continue
                 out.write(line(item) + "\n")
+                if live:
+                    out.flush()
                 if args.strict and isinstance(item, BadFrame):
                     return 1
-    finally:
-        source.close()
+    except SystemExit:
+        if not live:  # Ctrl-C ends a live decode; its summary still follows
+            raise
     stats = decoder.stats()
     dropped = decoder.dropped_bytes
     _write_summary(out, _summary(stats, decoder.pending_bytes, dropped), args.json)
