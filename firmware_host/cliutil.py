@@ -230,7 +230,12 @@ def add_port_arguments(parser: argparse.ArgumentParser) -> None:
         help="serial device or pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT, loop://); "
         "default: the built-in virtual table on a pseudo-terminal",
     )
-    group.add_argument(
+    add_baud_argument(group)
+
+
+def add_baud_argument(parser: Any) -> None:
+    """``--baud``: the ICD's default rate (the transport's ``DEFAULT_BAUD``), any UART's range."""
+    parser.add_argument(
         "--baud",
         type=int_in(MIN_BAUD, MAX_BAUD),
         default=921_600,

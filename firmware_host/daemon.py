@@ -68,7 +68,6 @@ class Daemon:
         on_event: Sink | None = None,
         on_line: Sink | None = None,
         engine: Engine | None = None,
-        on_turn: Callable[[int], None] | None = None,
     ) -> None:
         self.url = url
         self.engine: Engine = engine or Compiled(rules)
@@ -87,7 +86,7 @@ class Daemon:
         self.stats = DaemonStats()
         # Called with the host clock (ns) on every turn of the pipeline thread's loop, at
         # least every TICK_S: a watchdog ping from here stops when the pipeline stalls.
-        self.on_turn = on_turn or (lambda now_ns: None)
+        self.on_turn: Callable[[int], None] = lambda now_ns: None
         # Health, as the pipeline thread sees it (read by service/health.py)
         self.heard_ns: dict[int, int] = {}  # node -> host time of its last good frame or sync
         self.nodes_present: set[int] = set()  # the last HELLO's nodes_present

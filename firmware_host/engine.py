@@ -65,22 +65,18 @@ class Outcome:
     nodes: tuple[int, ...] = ()  # the nodes a good frame came from in this op (health)
 
 
-def heard_from(frames: Any) -> tuple[int, ...]:
-    """The nodes with a good frame among ``frames`` (FRAME_DTYPE): one vector op a feed."""
+def heard_from(decoded: Any) -> tuple[int, ...]:
+    """The nodes alive in a feed: a good frame from them, or a CLOCK_SYNC that sampled
+    them (they answered the hub's beacon with nothing to report: a cushion nobody hits)."""
     import numpy as np
 
     from protocol.kernels import OK
 
-    return tuple(int(n) for n in np.unique(frames["node"][frames["status"] == OK]))
-
-
-def synced(tables: dict[str, Any]) -> tuple[int, ...]:
-    """The nodes a CLOCK_SYNC sampled: they answered the hub's beacon, so they are alive
-    even when they have nothing to report (a cushion nobody hits)."""
-    import numpy as np
-
-    syncs = tables.get("CLOCK_SYNC")
-    return () if syncs is None else tuple(int(n) for n in np.unique(syncs["peer"]))
+    frames = decoded.frames
+    nodes = [frames["node"][frames["status"] == OK]]
+    if "CLOCK_SYNC" in decoded.tables:
+        nodes.append(decoded.tables["CLOCK_SYNC"]["peer"])
+    return tuple(int(n) for n in np.unique(np.concatenate(nodes)))
 
 
 class Engine(Protocol):
@@ -107,7 +103,7 @@ class Compiled:
         if op[0] == FEED:
             decoded = pipe.decoder.feed(op[1])
             tables = {k: v for k, v in decoded.tables.items() if k in HOST_TABLES}
-            nodes = tuple(sorted({*heard_from(decoded.frames), *synced(decoded.tables)}))
+            nodes = heard_from(decoded)
             step = pipe.feed_decoded(decoded, op[2])
         elif op[0] == TICK:
             step = pipe.tick(op[1])

@@ -201,8 +201,8 @@ class StreamDecoder:
             start = region[t]
             records = out.records[start : start + sizes[t]]
             tables[lay.spec.name] = records.view(lay.dtype)[: out.per_type[t]]
-        unknown = self._unknown(frames, out.raw)
-        duplicates = self._duplicates(frames, out.raw)
+        unknown = self._kept_aside(frames, out.raw, k.UNKNOWN)
+        duplicates = [Retransmission(m) for m in self._kept_aside(frames, out.raw, k.DUPLICATE)]
         return Decoded(frames, tables, unknown, self.pending_bytes, None, duplicates)
 
     def _hold(self, buf: np.ndarray, consumed: int) -> None:
@@ -223,37 +223,19 @@ class StreamDecoder:
             self._pending = tail.copy()
 
     @staticmethod
-    def _unknown(frames: np.ndarray, raw: np.ndarray) -> list[UnknownFrame]:
-        unknown: list[UnknownFrame] = []
-        for r in np.flatnonzero(frames["status"] == k.UNKNOWN):
-            f = frames[r]
-            s = int(f["row"])
-            f["row"] = len(unknown)
-            unknown.append(
-                UnknownFrame(
-                    int(f["msg_type"]),
-                    int(f["node"]),
-                    int(f["seq"]),
-                    int(f["t_us"]),
-                    int(f["flags"]),
-                    raw[s + HEADER_SIZE : s + int(f["length"])].tobytes(),
-                    int(f["offset"]),
-                )
-            )
-        return unknown
-
-    @staticmethod
-    def _duplicates(frames: np.ndarray, raw: np.ndarray) -> list[Retransmission]:
-        """Each retransmission's body, parsed as any frame (its CRC was checked already)."""
-        found: list[Retransmission] = []
-        for r in np.flatnonzero(frames["status"] == k.DUPLICATE):
+    def _kept_aside(frames: np.ndarray, raw: np.ndarray, status: int) -> list[Any]:
+        """The frames of ``status`` whose bodies the kernel kept in ``raw`` (an unknown type,
+        a retransmission), parsed as any frame (their CRC was checked already); each
+        frame's ``row`` becomes its index in the list."""
+        found: list[Any] = []
+        for r in np.flatnonzero(frames["status"] == status):
             f = frames[r]
             s = int(f["row"])
             body = raw[s : s + int(f["length"])].tobytes()
             f["row"] = len(found)
             parsed = parse_body(body + crc32(body).to_bytes(4, "little"), int(f["offset"]))
             assert not isinstance(parsed, BadFrame), parsed  # the kernel checked it
-            found.append(Retransmission(parsed))
+            found.append(parsed)
         return found
 
     def stats(self) -> Stats:

@@ -17,7 +17,16 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from ..cliutil import UsageError, check_port, dumps, finite_float, int_in, open_binary, read_chunk
+from ..cliutil import (
+    UsageError,
+    add_baud_argument,
+    check_port,
+    dumps,
+    finite_float,
+    int_in,
+    open_binary,
+    read_chunk,
+)
 
 CHUNK = 1 << 20
 FOLLOW_S = 0.2  # --follow, --port: how often to look for more bytes
@@ -38,9 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="decode a live link instead: a serial device or pyserial URL, until Ctrl-C",
     )
-    parser.add_argument(
-        "--baud", type=int_in(50, 12_000_000), default=921_600, help="with --port: the baud rate"
-    )
+    add_baud_argument(parser)
     parser.add_argument(
         "--follow",
         action="store_true",
@@ -63,21 +70,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="only frames from these nodes (repeatable; 0 the hub, 3 the cue, ...)",
     )
-    parser.add_argument(
-        "--from",
-        dest="t_from",
-        type=finite_float(0, 2**32 / 1e6),
-        metavar="S",
-        help="only frames stamped at or after S seconds of their sender's clock (the hub's "
-        "for node 0; ICD 3)",
-    )
-    parser.add_argument(
-        "--to",
-        dest="t_to",
-        type=finite_float(0, 2**32 / 1e6),
-        metavar="S",
-        help="only frames stamped before S seconds of their sender's clock",
-    )
+    for option, dest, which in (("--from", "t_from", "at or after"), ("--to", "t_to", "before")):
+        parser.add_argument(
+            option,
+            dest=dest,
+            type=finite_float(0, 2**32 / 1e6),
+            metavar="S",
+            help=f"only frames stamped {which} S seconds of their sender's clock (the hub's "
+            "for node 0; ICD 3)",
+        )
 
 
 def _json_line(item: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ the title.  Without a tracker the table says that positions are unknown.
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,24 @@ NEAR_US = 20_000  # a first contact this soon after the stroke is drawn on the s
 VERDICT_WORDS = {"legal": "LEGAL", "foul": "FOUL", "referee": "REFEREE'S CALL"}
 
 
+SVG_TEXT = {"svg.fonttype": "none"}  # SVG text stays text: searchable, readable back by tests
+# No creator, date or RDF block in an inline picture: the page around it is the document.
+NO_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
+
+
 def save(fig: Figure, path: Path) -> None:
-    """PNG, or SVG with its text kept as text (searchable, and readable back by tests)."""
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
+    """PNG, or SVG with its text kept as text."""
+    with matplotlib.rc_context(SVG_TEXT):
         fig.savefig(path, format=path.suffix.lower().lstrip("."))
+
+
+def inline_svg(fig: Figure) -> str:
+    """The figure as an ``<svg>`` element to put in a page (no XML declaration, no DOCTYPE)."""
+    out = io.StringIO()
+    with matplotlib.rc_context(SVG_TEXT):
+        fig.savefig(out, format="svg", metadata=NO_METADATA)
+    text = out.getvalue()
+    return text[text.index("<svg") :]
 
 
 def title_of(view: ShotView) -> str:

@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import copy
 import html
-import io
 from collections.abc import Callable
 from typing import Any
 
-import matplotlib
-
 from rules import Referee, RulesConfig, indicator_for
 
-from .plot import VERDICT_WORDS, describe, draw
+from .plot import VERDICT_WORDS, describe, draw, inline_svg
 from .rules_text import cite
 from .shots import ShotView, shots_of
 
-# No creator, date or RDF block in the inline pictures: the page is the document.
-NO_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1240px; padding: 1em;
        color: #222; }
@@ -42,14 +37,6 @@ table { border-collapse: collapse; } td, th { padding: .15em .6em; border-bottom
 .rule p { white-space: pre-line; margin: .3em 0; } pre { font-size: .85em; }
 @media (max-width: 800px) { .rule { grid-template-columns: 1fr; } }
 """
-
-
-def _svg(view: ShotView) -> str:
-    out = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        draw(view).savefig(out, format="svg", metadata=NO_METADATA)
-    text = out.getvalue()
-    return text[text.index("<svg") :]  # inline: no XML declaration, no DOCTYPE
 
 
 def _states(events: list[dict[str, Any]], rules: RulesConfig) -> dict[int, Any]:
@@ -97,7 +84,7 @@ def _shot_html(view: ShotView, state: Any) -> str:
         f"<section class=shot id=shot-{view.number}><h2>Shot {view.number}{player}</h2>"
         f"<p class='verdict {html.escape(v['verdict'])}'>{words} {html.escape(rule or '')} — "
         f"{html.escape(v.get('reason', ''))}</p>"
-        f"<div class=picture>{_svg(view)}</div>"
+        f"<div class=picture>{inline_svg(draw(view))}</div>"
         f"{_rules_html(v) if view.verdict else ''}"
         f"<details><summary>{len(view.events)} events</summary><pre>{html.escape(events)}</pre>"
         f"</details>{_state_html(state)}</section>"

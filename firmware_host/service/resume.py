@@ -49,6 +49,6 @@ def resume(pipeline: Any, parts: list[Path]) -> Resumed:
             for line in pipeline.feed(data[start : start + CHUNK]).lines:
                 if line.get("kind") == "verdict":
                     verdicts += 1
-                    shot = line.get("shot", shot) or shot
+                    shot = line.get("shot") or shot
     state = pipeline.referee.state
     return Resumed(len(parts), total, verdicts, shot, state.frame, state.to_play)

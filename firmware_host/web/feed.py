@@ -33,7 +33,6 @@ class LiveFeed:
         self._health: dict[str, Any] | None = None
         self._shot_events: dict[int, list[dict[str, Any]]] = {}
         self._clients: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[str]]] = []
-        self.published = 0
 
     # -- from the pipeline thread --------------------------------------------------------
 
@@ -61,12 +60,14 @@ class LiveFeed:
                     "to_play": state.to_play,
                     "pocketed": {str(p): len(b) for p, b in state.pocketed.items()},
                 }
-        self._send({"line": line, "lamp": self._lamp, "state": self._state})
+            message = {"line": line, "lamp": self._lamp, "state": self._state}
+        self._send(message)
 
     def health(self, status: dict[str, Any], problems: list[str]) -> None:
+        health = {**status, "problems": problems}
         with self._lock:
-            self._health = {**status, "problems": problems}
-        self._send({"health": self._health})
+            self._health = health
+        self._send({"health": health})
 
     # -- for the web server ----------------------------------------------------------------
 
@@ -107,7 +108,6 @@ class LiveFeed:
 
     def _send(self, message: dict[str, Any]) -> None:
         text = json.dumps({**message, "sent_unix": time.time()}, separators=(",", ":"))
-        self.published += 1
         with self._lock:
             clients = list(self._clients)
         for loop, queue in clients:

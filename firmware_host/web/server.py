@@ -17,7 +17,6 @@ served from the package: a club's network may have no internet.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import logging
 import threading
@@ -130,16 +129,9 @@ class WebServer:
 
 def _picture(events: list[dict[str, Any]], verdict: dict[str, Any] | None) -> str | None:
     try:
-        import matplotlib
-
-        from ..pictures.plot import draw
+        from ..pictures.plot import draw, inline_svg
         from ..pictures.shots import shots_of
     except ModuleNotFoundError:
         return None
     shots = shots_of(events, [verdict] if verdict else [])
-    if not shots:
-        return None
-    out = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        draw(next(iter(shots.values()))).savefig(out, format="svg")
-    return out.getvalue()
+    return inline_svg(draw(next(iter(shots.values())))) if shots else None
