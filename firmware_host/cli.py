@@ -44,6 +44,7 @@ COMMANDS: tuple[str, ...] = (
     "service",
     "plot",
     "report",
+    "monitor",
 )
 
 
