@@ -240,6 +240,15 @@ class KeyReader:
                     self.keys.put(ch)
 
 
+def _follow_terminal(console: Console) -> None:
+    """Size the view to the terminal as it is now: rich would take COLUMNS and LINES from the
+    environment first, and those are stale after a resize (or set by a parent at 80 x 24)."""
+    try:
+        console.size = os.get_terminal_size(sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # not a terminal: rich's own guess
+
+
 def run_view(
     snapshot: Callable[[], Snapshot],
     state: ViewState,
@@ -265,4 +274,5 @@ def run_view(
                     on_pause(state.paused)
             if not state.paused:
                 snap = snapshot()
+            _follow_terminal(console)
             live.update(render(snap, state, console.size.width), refresh=True)
