@@ -8,18 +8,20 @@ as the live view does.  Prints the bytes per second the tally took and its
 ratio to a 12 Mbaud link (1.2 MB/s, 8N1); above 1 the reader keeps up with
 the link at its fullest, whatever the table sends.
 
-    python bench/monitor.py [--minutes 3]
+    python bench/monitor.py [--minutes 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TextIO
 
 from rich.console import Console
 
@@ -40,19 +42,19 @@ def capture(minutes: float, out: Path) -> bytes:
     return path.read_bytes()
 
 
-def measure(data: bytes) -> dict[str, float]:
+def measure(data: bytes, screen: TextIO) -> dict[str, float]:
     LinkTally().feed(data[:10_000], 0)  # load the numba cache before the clock starts
     tally = LinkTally()
     done = threading.Event()
-    console = Console(file=open("/dev/null", "w"), width=200, height=50)
-    draws = 0
+    console = Console(file=screen, width=200, height=50)
+    draw_s: list[float] = []
 
     def draw() -> None:
-        nonlocal draws
         state = ViewState(source="bench")
         while not done.wait(1 / REFRESH_HZ):
+            t = time.perf_counter()
             console.print(render(tally.snapshot(), state, 200))
-            draws += 1
+            draw_s.append(time.perf_counter() - t)
 
     drawer = threading.Thread(target=draw)
     drawer.start()
@@ -68,22 +70,24 @@ def measure(data: bytes) -> dict[str, float]:
         "seconds": elapsed,
         "bytes_per_s": rate,
         "ratio_12mbaud": rate / LINK_12MBAUD_BPS,
-        "draws": draws,
+        "draws": len(draw_s),
+        "draw_ms": 1000 * sum(draw_s) / max(1, len(draw_s)),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=3.0, help="match length to simulate")
+    parser.add_argument("--minutes", type=float, default=10.0, help="match length to simulate")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         print(f"simulating a {args.minutes:g}-minute full-sensor match ...", flush=True)
         data = capture(args.minutes, Path(tmp))
     print(f"feeding {len(data) / 1e6:.1f} MB in {CHUNK} B chunks, drawing at {REFRESH_HZ} Hz ...")
-    r = measure(data)
+    with open(os.devnull, "w") as screen:
+        r = measure(data, screen)
     print(
         f"tally took {r['mb']:.1f} MB in {r['seconds']:.2f} s = {r['bytes_per_s'] / 1e6:.2f} MB/s "
-        f"while drawing {r['draws']} screens; "
+        f"while drawing {r['draws']} screens ({r['draw_ms']:.0f} ms each); "
         f"{r['ratio_12mbaud']:.1f}x a 12 Mbaud link (1.2 MB/s)"
     )
 

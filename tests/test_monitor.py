@@ -135,7 +135,7 @@ class Terminal:
             time.sleep(0.2)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], check=False, capture_output=True)
 
 
 @contextmanager
@@ -205,7 +205,7 @@ def test_a_capture_played_faster_shows_true_rates_and_the_injected_losses(match:
 
         term.keys("x")
         screen = term.wait_for(lambda s: "raw: the last" in s)
-        hex_lines = re.findall(r"^\s*\d+ B  ((?:[0-9a-f]{2} )+)", screen, re.M)
+        hex_lines = re.findall(r"^\s*\d+ B  ((?:[0-9a-f]{2} )+)", screen, re.MULTILINE)
         assert len(hex_lines) >= 4, screen
 
         term.keys("q")

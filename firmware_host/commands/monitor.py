@@ -31,7 +31,9 @@ MIN_SPEED, MAX_SPEED = 0.01, 1000.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("capture", nargs="?", help="raw capture file (.bin) to play (or --port URL)")
+    parser.add_argument(
+        "capture", nargs="?", help="raw capture file (.bin) to play (or --port URL)"
+    )
     parser.add_argument(
         "--port", metavar="URL", help="watch a live link: a serial device or pyserial URL"
     )
@@ -53,7 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..linkwatch.monitor_app import ViewState, run_view
+    try:
+        from ..linkwatch.monitor_app import ViewState, run_view
+    except ModuleNotFoundError as exc:
+        raise UsageError(
+            f"monitor needs {exc.name}: pip install -e '.[monitor]' (docs/monitor.md)"
+        ) from None
     from ..linkwatch.tally import LinkTally
 
     types = wanted_types(args.type)
@@ -88,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     state.source += f"  (paced by {player.paced_by}, x{args.speed:g})"
     player.start()
     try:
-        run_view(lambda: tally.snapshot(player.clock.now_ns()), state, lambda _: player.toggle_pause())
+        run_view(
+            lambda: tally.snapshot(player.clock.now_ns()), state, lambda _: player.toggle_pause()
+        )
     finally:
         player.stop()
     sys.stdout.flush()

@@ -19,7 +19,7 @@ import threading
 import tty
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from rich import box
 from rich.console import Console, Group
@@ -188,9 +188,7 @@ def _header(snap: Snapshot, state: ViewState) -> Text:
         text.append(f"  only rows changed in the last {RECENT_S:g} s")
     bad = ", ".join(f"{reason} {n}" for reason, n in snap.bad.items()) or "none"
     text.append(f"\nbad frames: {bad}", style="bold red" if snap.bad else "")
-    text.append(
-        f"  unknown {snap.unknown}  duplicates {snap.duplicates}  reboots {snap.reboots}"
-    )
+    text.append(f"  unknown {snap.unknown}  duplicates {snap.duplicates}  reboots {snap.reboots}")
     return text
 
 
@@ -217,7 +215,7 @@ class KeyReader:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, name="keys", daemon=True)
 
-    def __enter__(self) -> KeyReader:
+    def __enter__(self) -> Self:
         if os.isatty(self.fd):
             self._saved = termios.tcgetattr(self.fd)
             tty.setcbreak(self.fd)

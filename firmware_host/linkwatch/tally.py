@@ -50,7 +50,7 @@ _NO_BYTES = ((0, 0), (0, 0))
 class _Series:
     """One (node, type) row: its stamps (unwrapped, a ring), count and last values."""
 
-    __slots__ = ("stamps", "n", "last_t", "count", "fields", "changed", "changed_ns", "last_ns")
+    __slots__ = ("changed", "changed_ns", "count", "fields", "last_ns", "last_t", "n", "stamps")
 
     def __init__(self) -> None:
         self.stamps = np.zeros(RING, np.int64)
@@ -210,7 +210,9 @@ class LinkTally:
             rows = [self._row(key, s, now) for key, s in self._series.items()]
             heard = sorted({node for node, _ in self._series} | set(stats.lost))
             nodes = [self._health(node, stats.lost.get(node, 0)) for node in heard]
-            (t0, b0), (t1, b1) = (self._byte_log[0], self._byte_log[-1]) if self._byte_log else _NO_BYTES
+            (t0, b0), (t1, b1) = (
+                (self._byte_log[0], self._byte_log[-1]) if self._byte_log else _NO_BYTES
+            )
             return Snapshot(
                 now_ns=now,
                 rows=rows,
