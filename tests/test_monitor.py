@@ -25,6 +25,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from firmware_host.linkwatch.player import CapturePlayer
+from firmware_host.linkwatch.tally import LinkTally, NodeHealth
+from firmware_host.recorder import RX_TIMES_DTYPE
 from firmware_host.virtual_table.capture import load_frame_truth
 from firmware_host.virtual_table.sensors import DAMAGED
 from protocol.catalogue import BY_TYPE, NODE_IDS, NODE_NAMES
@@ -118,8 +121,9 @@ class Terminal:
             ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
         ).stdout
 
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p")
+    def screen(self, escapes: bool = False) -> str:
+        """The pane's text; with ``escapes``, its colours as SGR sequences too."""
+        return self._tmux("capture-pane", "-p", *(("-e",) if escapes else ()))
 
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", *keys)
@@ -191,6 +195,19 @@ def test_a_capture_played_faster_shows_true_rates_and_the_injected_losses(match:
         screen = term.wait_for(lambda s: "capture ended" in s)
         _assert_counts_and_rates(screen, match)
         assert "PAUSED" not in screen
+        # the fields a row's newest frame changed are highlighted (yellow ground), old ones not
+        coloured = {
+            m[2]: line
+            for line in term.screen(escapes=True).splitlines()
+            if (m := ROW.match(re.sub(r"\x1b\[[0-9;]*m", "", line)))
+        }
+        assert re.search(r"43mframe=", coloured["BALL_TRACK"])
+        assert "43m" not in coloured["HELLO"]  # the last boot was 15 s before the end
+
+        term.keys("c")  # only the rows that changed in the last seconds
+        screen = term.wait_for(lambda s: "only rows changed" in s)
+        assert ("tracker", "BALL_TRACK") in rows(screen) and ("hub", "HELLO") not in rows(screen)
+        term.keys("c")
 
         term.keys("/", "tracker", "Enter")
         screen = term.wait_for(lambda s: "filter 'tracker'" in s)
@@ -274,3 +291,115 @@ def test_a_live_virtual_table_on_a_pty(tmp_path: Path) -> None:
     finally:
         table.terminate()
         table.wait(10)
+
+
+# -- the pace of a capture, without a terminal -----------------------------------
+
+
+class PacedTally(LinkTally):
+    """A real tally that also notes when each chunk reached it (host clock) and at what time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fed: list[tuple[float, int, int]] = []  # (host s, source ns, bytes)
+
+    def feed(self, data: bytes, now_ns: int) -> int:
+        self.fed.append((time.monotonic(), now_ns, len(data)))
+        return super().feed(data, now_ns)
+
+
+def _play(path: Path, speed: float) -> tuple[PacedTally, float]:
+    tally = PacedTally()
+    player = CapturePlayer(str(path), tally, speed)
+    start = time.monotonic()
+    player.start()
+    assert player.finished.wait(120)
+    player.stop()
+    return tally, time.monotonic() - start
+
+
+def test_without_rxt_a_capture_plays_at_the_pace_of_its_hub_stamps(match: Truth) -> None:
+    speed = 30.0
+    frames, _ = load_frame_truth(match.capture.with_suffix(".npz"))
+    hub = frames[frames["node"] == 0]
+    # each boot's hub time runs from its first stamp to its last; a reboot is no wait
+    span_s = sum(
+        np.ptp(hub["stamp_hub_us"][hub["boot"] == boot]) / 1e6 for boot in np.unique(hub["boot"])
+    )
+    tally, elapsed = _play(match.capture, speed)
+    assert sum(n for _, _, n in tally.fed) == match.capture.stat().st_size
+    # never ahead of the stamps; behind them only by what a shared CPU costs
+    assert span_s / speed * 0.97 <= elapsed <= span_s / speed * 1.5 + 0.5
+
+
+def test_with_rxt_each_chunk_comes_when_it_was_recorded(match: Truth, tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    data = match.capture.read_bytes()[:200_000]
+    cuts = np.sort(rng.choice(np.arange(1, len(data)), 29, replace=False))
+    offsets = np.concatenate(([0], cuts))
+    gaps_ns = rng.uniform(0.01, 0.2, len(offsets)) * 1e9
+    rx = np.zeros(len(offsets), RX_TIMES_DTYPE)
+    rx["offset"] = offsets
+    rx["host_rx_ns"] = 5_000_000_000 + np.cumsum(gaps_ns).astype(np.int64)
+    capture = tmp_path / "part.bin"
+    capture.write_bytes(data)
+    rx.tofile(capture.with_suffix(".rxt"))
+    speed = 2.0
+    tally, _ = _play(capture, speed)
+    sizes = np.diff(np.append(offsets, len(data)))
+    assert [n for _, _, n in tally.fed] == sizes.tolist()
+    assert [ns for _, ns, _ in tally.fed] == rx["host_rx_ns"].tolist()  # the recorded time
+    host = np.array([t for t, _, _ in tally.fed])
+    late = (host - host[0]) - (rx["host_rx_ns"] - rx["host_rx_ns"][0]) / 1e9 / speed
+    assert -0.01 <= late.min() and late.max() < 0.3  # never early, never far behind
+
+
+@pytest.mark.parametrize(
+    ("node", "drift_ppm", "uncertainty_us", "flags"),
+    [
+        (1, 99.0, 20.0, (False, False)),  # a rail and the hub both 49.5 ppm off: in the datasheet
+        (1, -101.0, 20.0, (True, False)),  # more than two crystals of ±50 ppm can differ
+        (3, 140.0, 20.0, (False, False)),  # the cue's crystal is ±100 ppm
+        (3, 151.0, 20.0, (True, False)),
+        (4, 1.0, 100.0, (False, False)),  # the ICD's bound on the mapping is 100 µs
+        (4, 1.0, 100.5, (False, True)),
+    ],
+)
+def test_node_flags_follow_the_datasheet(
+    node: int, drift_ppm: float, uncertainty_us: float, flags: tuple[bool, bool]
+) -> None:
+    health = NodeHealth(node, 0, 0, 0.0, drift_ppm, uncertainty_us)
+    assert (health.drift_flagged, health.uncertainty_flagged) == flags
+
+
+# -- bad input: one line naming it, status 2 ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        ((), "CAPTURE or --port"),
+        (("x.bin", "--port", "loop://"), "CAPTURE or --port"),
+        (("-",), "-:"),
+        (("{tmp}/absent.bin",), "absent.bin"),
+        (("{tmp}",), "{tmp}"),
+        (("{capture}", "--type", "NOPE"), "--type NOPE"),
+        (("{capture}", "--speed", "0"), "--speed"),
+        (("{capture}", "--node", "300"), "--node"),
+        (("--port", "loop://", "--speed", "3"), "--speed"),
+        (("--port", "/dev/no-such-tty"), "/dev/no-such-tty"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(
+    args: tuple[str, ...], names: str, match: Truth, tmp_path: Path
+) -> None:
+    fill = {"tmp": str(tmp_path), "capture": str(match.capture)}
+    done = subprocess.run(
+        [*MONITOR, *(a.format(**fill) for a in args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done
+    assert done.stderr.count("\n") == 1 and names.format(**fill) in done.stderr, done.stderr
