@@ -75,6 +75,35 @@ def measure(data: bytes, screen: TextIO) -> dict[str, float]:
     }
 
 
+def through_a_pty(data: bytes, screen: TextIO) -> float:
+    """The live path end to end: bytes written into a pty as fast as it takes them, read by the
+    transport, fed by the feeder thread, while the screen is drawn; bytes per second."""
+    import tty
+
+    from firmware_host.linkwatch.link import LinkFeeder
+
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    tally = LinkTally()
+    feeder = LinkFeeder(os.ttyname(slave), 921_600, tally).start()
+    console = Console(file=screen, width=200, height=50)
+    state = ViewState(source="bench")
+    try:
+        assert feeder.transport.wait_open(10)
+        t0 = time.perf_counter()
+        for i in range(0, len(data), 1 << 16):
+            os.write(master, data[i : i + (1 << 16)])  # blocks while the pty is full
+            if i % (1 << 20) == 0:  # a screen a megabyte: as often as the view at 4 Hz
+                console.print(render(tally.snapshot(), state, 200))
+        while tally.snapshot().bytes_total < len(data):
+            time.sleep(0.01)
+        return len(data) / (time.perf_counter() - t0)
+    finally:
+        feeder.stop()
+        os.close(master)
+        os.close(slave)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="match length to simulate")
@@ -89,6 +118,12 @@ def main() -> None:
         f"tally took {r['mb']:.1f} MB in {r['seconds']:.2f} s = {r['bytes_per_s'] / 1e6:.2f} MB/s "
         f"while drawing {r['draws']} screens ({r['draw_ms']:.0f} ms each); "
         f"{r['ratio_12mbaud']:.1f}x a 12 Mbaud link (1.2 MB/s)"
+    )
+    print("the live path: the same bytes through a pty, the transport and the feeder ...")
+    with open(os.devnull, "w") as screen:
+        live = through_a_pty(data, screen)
+    print(
+        f"live path took {live / 1e6:.2f} MB/s = {live / LINK_12MBAUD_BPS:.1f}x a 12 Mbaud link"
     )
 
 
