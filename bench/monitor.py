@@ -122,9 +122,7 @@ def main() -> None:
     print("the live path: the same bytes through a pty, the transport and the feeder ...")
     with open(os.devnull, "w") as screen:
         live = through_a_pty(data, screen)
-    print(
-        f"live path took {live / 1e6:.2f} MB/s = {live / LINK_12MBAUD_BPS:.1f}x a 12 Mbaud link"
-    )
+    print(f"live path took {live / 1e6:.2f} MB/s = {live / LINK_12MBAUD_BPS:.1f}x a 12 Mbaud link")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ screen.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from ..cliutil import UsageError, add_baud_argument, check_port, finite_float
@@ -100,5 +99,4 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         player.stop()
-    sys.stdout.flush()
     return 0

@@ -18,7 +18,7 @@ import termios
 import threading
 import tty
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Self
 
 from rich import box
@@ -65,7 +65,6 @@ class ViewState:
     paused: bool = False
     hex_pane: bool = False
     recent_only: bool = False
-    notes: list[str] = field(default_factory=list)
 
     def key(self, ch: str) -> str | None:
         """Apply one key; returns "quit" or "pause" when the caller must act on it."""
@@ -195,7 +194,7 @@ def _header(snap: Snapshot, state: ViewState) -> Text:
 def render(snap: Snapshot, state: ViewState, width: int) -> Group:
     """The whole screen for one snapshot (pure: the tests can call it too)."""
     parts: list[Any] = [_header(snap, state), _messages(snap, state), _nodes(snap.nodes)]
-    parts += [Text(note, style="yellow") for note in snap.notes + state.notes]
+    parts += [Text(note, style="yellow") for note in snap.notes]
     if state.hex_pane:
         parts.append(_hex_pane(snap.raw_tail, width))
     if state.typing is not None:

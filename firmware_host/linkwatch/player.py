@@ -20,13 +20,11 @@ import numpy as np
 
 from ..cliutil import open_binary, read_chunk
 from ..recorder import read_rx_times
-from .tally import LinkTally
+from .tally import LinkTally, stamp_steps
 
 CHUNK = 1024  # without .rxt: ~0.1 s of a full table per chunk, so the pace looks smooth
 REST_CHUNK = 1 << 16
 MAX_GAP_US = 60_000_000  # a hub stamp further ahead than this is a new clock, not a wait
-_SPAN = 1 << 32
-_HALF = 1 << 31
 _TICK_S = 0.05  # how often a wait looks at pause and stop
 
 
@@ -142,7 +140,7 @@ class CapturePlayer:
                 hub_us = 0
                 self.clock.start(0)
             else:
-                step = (raw - last_raw + _HALF) % _SPAN - _HALF
+                step = stamp_steps(raw - last_raw)
                 hub_us += step if 0 <= step <= MAX_GAP_US else 0
             last_raw = raw
             if not self._wait_until(hub_us * 1000):

@@ -37,14 +37,20 @@ RING = 4096  # frame stamps kept per (node, type): the window at 240 Hz, twice o
 RESET_US = 1_000_000  # a stamp this far behind the last one: the node's clock restarted
 BYTES_WINDOW_NS = 2_000_000_000  # the link's bytes per second over the last 2 s
 RAW_TAIL = 2048  # wire bytes kept for the hex pane
+NOTES = 3  # the timing core's newest notices (clock steps, inferred boots) on the screen
 #: the mapping the ICD asks for is "well under 100 µs" (ICD §7): above it, flag it
 MAX_UNCERTAINTY_US = 100.0
-_SPAN = 1 << 32
 _HALF = 1 << 31
 _TIMING_TYPES = frozenset(("HELLO", *CLOCK_TYPES))
 _LAMPS = {code: name for name, code in INDICATOR_STATES.items()}
 _DELIVERED = (k.OK, k.DUPLICATE)
 _NO_BYTES = ((0, 0), (0, 0))
+
+
+def stamp_steps(steps: Any) -> Any:
+    """Differences of u32 stamps as the nearest signed step (a wrap is a small step forward;
+    the rule of :mod:`firmware_host.timing.unwrap`, here on numpy arrays or plain ints)."""
+    return (steps + _HALF) % (2 * _HALF) - _HALF
 
 
 class _Series:
@@ -62,11 +68,12 @@ class _Series:
         self.changed_ns = 0
         self.last_ns = 0
 
-    def add(self, t_raw: np.ndarray, records: np.ndarray, now_ns: int) -> None:
+    def add(self, records: np.ndarray, now_ns: int) -> None:
         """New frames (stream order): unwrap their u32 stamps against the last one."""
-        steps = np.diff(t_raw.astype(np.int64), prepend=self.last_t if self.n else t_raw[0])
-        steps = (steps + _HALF) % _SPAN - _HALF  # nearest representative (timing.unwrap)
-        t = (self.last_t if self.n else int(t_raw[0])) + np.cumsum(steps)
+        t_raw = records["t_us"].astype(np.int64)
+        start = self.last_t if self.n else int(t_raw[0])
+        steps = stamp_steps(np.diff(t_raw, prepend=start))
+        t = start + np.cumsum(steps)
         back = np.flatnonzero(steps < -RESET_US)
         if len(back):  # a reboot: the old stamps say nothing about the new clock
             t, self.n = t[back[-1] :], 0
@@ -187,7 +194,7 @@ class LinkTally:
                 for node in heard:
                     part = table if len(heard) == 1 else table[nodes == node]
                     series = self._series.setdefault((int(node), name), _Series())
-                    series.add(part["t_us"], part, now_ns)
+                    series.add(part, now_ns)
             frames = decoded.frames
             delivered = np.isin(frames["status"], _DELIVERED)
             retx = delivered & (frames["flags"] & FLAG_RETRANSMISSION != 0)
@@ -199,6 +206,7 @@ class LinkTally:
             rows, tracks = to_rows(decoded.tables, _TIMING_TYPES)
             if len(rows):
                 self._timeline.feed_rows(rows, tracks)
+                del self._timeline.notices[:-NOTES]
             hub = frames["t_us"][(frames["node"] == 0) & delivered]
             return int(hub[-1]) if len(hub) else -1
 
@@ -227,7 +235,7 @@ class LinkTally:
                 lamp=None if self._lamp is None else _LAMPS.get(self._lamp, str(self._lamp)),
                 raw_tail=self._raw,
                 link=self._link,
-                notes=list(self._timeline.notices[-3:]),
+                notes=list(self._timeline.notices),
             )
 
     @staticmethod
