@@ -30,7 +30,7 @@ from firmware_host.linkwatch.tally import LinkTally, NodeHealth
 from firmware_host.recorder import RX_TIMES_DTYPE
 from firmware_host.virtual_table.capture import load_frame_truth
 from firmware_host.virtual_table.sensors import DAMAGED
-from protocol.catalogue import BY_TYPE, NODE_IDS, NODE_NAMES
+from protocol.catalogue import BY_TYPE, FLAG_RETRANSMISSION, NODE_IDS, NODE_NAMES
 from protocol.framing import encode_frame
 
 RATE_TOLERANCE = 0.05  # the issue's bound on a shown rate against the true one
@@ -404,3 +404,60 @@ def test_bad_input_is_one_line_and_status_2(
     )
     assert done.returncode == 2, done
     assert done.stderr.count("\n") == 1 and names.format(**fill) in done.stderr, done.stderr
+
+
+# -- the tally's figures, fed directly -----------------------------------------------
+
+
+def _tally_of(capture: Path, chunk: int = 4096) -> LinkTally:
+    data = capture.read_bytes()
+    tally = LinkTally()
+    for i in range(0, len(data), chunk):
+        tally.feed(data[i : i + chunk], i)  # source time: one ns a byte, never stale
+    return tally
+
+
+def test_rates_and_clocks_through_a_clock_wrap(tmp_path: Path) -> None:
+    """Every clock starts just below 2**32: stamps wrap mid-capture, rates and drifts hold."""
+    capture, frame_truth = tmp_path / "wrap.bin", tmp_path / "wrap.npz"
+    subprocess.run(
+        [*SIMULATE, "--capture", str(capture), "--frame-truth", str(frame_truth), "--near-wrap"]
+        + ["--minutes", "0.5", "--seed", "2"],
+        check=True,
+    )
+    frames, clocks = load_frame_truth(frame_truth)
+    assert (np.diff(frames["t_us"][frames["node"] == 4].astype(np.int64)) < 0).any()  # wrapped
+    snap = _tally_of(capture).snapshot()
+    shown = {(NODE_NAMES[r.node], r.name): r.rate_hz for r in snap.rows}
+    for key, rate in _true_rates(frames).items():
+        assert shown[key] == pytest.approx(rate, rel=RATE_TOLERANCE), key
+    ppm = clocks["clock_ppm"]
+    for health in snap.nodes:
+        if health.node:  # each node's crystal against the hub's, as the truth set them
+            assert health.drift_ppm == pytest.approx(ppm[health.node] - ppm[0], abs=1.0)
+            assert not health.drift_flagged and not health.uncertainty_flagged
+
+
+def test_retransmissions_are_counted_per_node_delivered_or_not() -> None:
+    def frame(seq: int, flags: int = 0) -> bytes:
+        return encode_frame(
+            "CUSHION_HIT",
+            node=1,
+            seq=seq,
+            flags=flags,
+            t_us=1000 * seq,
+            cushion=1,
+            pos_mm=100,
+            amplitude=seq,
+        )
+
+    tally = LinkTally()
+    # seq 2 arrives only as a retransmission; seq 3 arrives, then again as a retransmission
+    tally.feed(frame(1) + frame(2, FLAG_RETRANSMISSION) + frame(3), 0)
+    tally.feed(frame(3, FLAG_RETRANSMISSION) + frame(4) + b"\x01\x02\x03\x00", 1)
+    snap = tally.snapshot()
+    rails = {h.node: h for h in snap.nodes}[NODE_IDS["rails"]]
+    assert (rails.retransmissions, rails.lost) == (2, 0)
+    assert snap.duplicates == 1 and sum(snap.bad.values()) == 1
+    (row,) = snap.rows
+    assert (row.count, row.fields["amplitude"], row.changed) == (4, 4, frozenset({"amplitude"}))
