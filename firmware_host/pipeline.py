@@ -29,7 +29,9 @@ def check_press(key: str, arg: int = 0) -> tuple[str, int]:
     """A keypad press from outside the table, checked before it is queued: the caller hears
     of a bad one at once, in words, instead of the pipeline dropping it later."""
     if key not in KEYPAD_KEYS.values():
-        raise ValueError(f"key {key!r}: not a keypad key (one of: {', '.join(KEYPAD_KEYS.values())})")
+        raise ValueError(
+            f"key {key!r}: not a keypad key (one of: {', '.join(KEYPAD_KEYS.values())})"
+        )
     if isinstance(arg, bool) or not isinstance(arg, int) or not 0 <= arg <= 255:
         raise ValueError(f"arg {arg!r}: not a whole number from 0 to 255")
     if key == "referee_foul" and arg not in REFEREE_FOULS:

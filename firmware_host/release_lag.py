@@ -32,7 +32,7 @@ class ReleaseLag:
 
     def add(self, ms: float) -> None:
         ms = max(ms, 0.0)
-        self._bins[min(int(round(ms / BIN_MS)), len(self._bins) - 1)] += 1
+        self._bins[min(round(ms / BIN_MS), len(self._bins) - 1)] += 1
         self.count += 1
         self.max_ms = max(self.max_ms, ms)
 

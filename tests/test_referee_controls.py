@@ -98,7 +98,13 @@ def test_a_press_decides_what_the_keypad_frame_it_replaces_decided():
     assert _verdicts(lines) == _verdicts(by_keypad.lines)
     pressed = [e for e in events if e["type"] == "keypad"]
     assert pressed == [
-        {"t_us": pressed[0]["t_us"], "type": "keypad", "shot": None, "key": "declare_frozen", "arg": 1}
+        {
+            "t_us": pressed[0]["t_us"],
+            "type": "keypad",
+            "shot": None,
+            "key": "declare_frozen",
+            "arg": 1,
+        }
     ]
     # on the timeline in order with everything else
     times = [e["t_us"] for e in events]

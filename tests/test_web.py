@@ -126,7 +126,10 @@ def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_toke
         cited = browser.find_element(By.CSS_SELECTOR, "#verdicts li[data-line] .words").text
         assert len(cited) > 40  # the rule's own words, not only its number
         assert browser.find_element(By.ID, "lamp").get_attribute("class") in (
-            "legal", "foul", "referee", "warning"
+            "legal",
+            "foul",
+            "referee",
+            "warning",
         )
         assert "link up" in browser.find_element(By.ID, "health").text
         with urllib.request.urlopen(url + "healthz", timeout=10) as answer:
@@ -136,7 +139,9 @@ def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_toke
         # the balls move on the page while a shot is played
         before = wait_for(lambda: ball_positions(browser), 30, "balls drawn")
         wait_for(
-            lambda: any(ball_positions(browser).get(b) not in (None, xy) for b, xy in before.items()),
+            lambda: any(
+                ball_positions(browser).get(b) not in (None, xy) for b, xy in before.items()
+            ),
             60,
             "a ball drawn somewhere else during a shot",
         )
@@ -153,9 +158,12 @@ def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_toke
         assert not any(line.get("rules") == ["13"] for line in daemon.lines)
 
         # with the token: "new frame" reaches the referee as the keypad's key would
-        frame = wait_for(
-            lambda: browser.find_element(By.ID, "state").text.startswith("frame"), 30, "state"
-        ) and browser.find_element(By.ID, "state").text.split(",")[0]
+        frame = (
+            wait_for(
+                lambda: browser.find_element(By.ID, "state").text.startswith("frame"), 30, "state"
+            )
+            and browser.find_element(By.ID, "state").text.split(",")[0]
+        )
         token = browser.find_element(By.ID, "token")
         token.clear()
         token.send_keys(TOKEN)

@@ -24,8 +24,8 @@ import asyncio
 import json
 import logging
 import threading
-from importlib import resources
 from collections.abc import Callable
+from importlib import resources
 from typing import Any
 
 from aiohttp import web
@@ -144,7 +144,6 @@ class WebServer:
         if svg is None:
             raise web.HTTPNotFound(text="pictures need matplotlib: pip install '.[view]'")
         return web.Response(text=svg, content_type="image/svg+xml")
-
 
     async def control(self, request: web.Request) -> web.Response:
         """A referee's key from the page; only the token's holder may press."""
