@@ -29,7 +29,10 @@ EXPERT_OF_ERROR = {
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args], capture_output=True, timeout=300
+        [sys.executable, "-m", "firmware_host", *args],
+        check=False,
+        capture_output=True,
+        timeout=300,
     )
 
 

@@ -143,8 +143,10 @@ def generate() -> str:
         f'local P = Proto("{PROTO}", "Table sensor bus (ICD v{PROTOCOL_VERSION})")',
         "local F = {}",
         f'F.wire_length = ProtoField.uint16("{PROTO}.wire_length", "wire bytes")',
-        f'F.retransmission = ProtoField.bool("{PROTO}.flags.retransmission", '
-        f'"retransmission", 8, nil, {FLAG_RETRANSMISSION})',
+        (
+            f'F.retransmission = ProtoField.bool("{PROTO}.flags.retransmission", '
+            f'"retransmission", 8, nil, {FLAG_RETRANSMISSION})'
+        ),
         f'F.crc32 = ProtoField.uint32("{PROTO}.crc32", "crc32", base.HEX)',
         f'F.crc_good = ProtoField.bool("{PROTO}.crc32.good", "crc32 good")',
         f'F.payload = ProtoField.bytes("{PROTO}.payload", "payload")',
