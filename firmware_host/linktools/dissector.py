@@ -2,7 +2,7 @@
 
 Every field, name, size and length rule comes from :mod:`protocol.catalogue`
 through :mod:`protocol.layout`, so the dissector cannot disagree with the
-decoder; only the value names (which enum a field takes) are chosen here.
+decoder; which named values a field takes is :mod:`.names`.
 The packets are a frame's wire bytes (COBS and delimiter, as ``pcap``
 writes them, DLT_USER0): the dissector undoes COBS, checks the CRC-32 (ICD
 §2, computed in Lua), and names every header and payload field with the
@@ -21,36 +21,20 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.catalogue import (
-    ACK_STATUS,
     FLAG_RETRANSMISSION,
     HEADER_SIZE,
-    INDICATOR_STATES,
-    KEYPAD_KEYS,
     MAX_BODY,
     MESSAGES,
     MIN_BODY,
     NODE_NAMES,
-    NODE_STATUS_CODES,
     PROTOCOL_VERSION,
     Header,
 )
 from protocol.layout import COUNTED, FIXED, GREEDY, layout
 
+from .names import VALUE_NAMES
+
 PROTO = "firmware_host"
-MESSAGE_NAMES = {spec.msg_type: spec.name for spec in MESSAGES}
-# Which fields read as names: (message or "*" for the header, field) -> value names.
-VALUE_NAMES: dict[tuple[str, str], dict[int, str]] = {
-    ("*", "node"): NODE_NAMES,
-    ("*", "msg_type"): MESSAGE_NAMES,
-    ("HEARTBEAT", "indicator"): {v: k for k, v in INDICATOR_STATES.items()},
-    ("SET_INDICATOR", "state"): {v: k for k, v in INDICATOR_STATES.items()},
-    ("CLOCK_SYNC", "peer"): NODE_NAMES,
-    ("NODE_STATUS", "peer"): NODE_NAMES,
-    ("NODE_STATUS", "code"): NODE_STATUS_CODES,
-    ("ACK", "acked_type"): MESSAGE_NAMES,
-    ("ACK", "status"): ACK_STATUS,
-    ("KEYPAD", "key"): KEYPAD_KEYS,
-}
 HEX_FIELDS = {"msg_type", "flags", "acked_type", "boot_id", "hub_serial", "nodes_present"}
 _LUA_INT = {1: "uint8", 2: "uint16", 4: "uint32"}
 EXPERTS = (  # name, group, severity, text
