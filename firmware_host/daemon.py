@@ -79,7 +79,7 @@ class Daemon:
         # outright (SIGKILL, a watchdog restart) loses none of what it judged, and the next
         # start resumes the match from all of it (service/resume.py)
         self.recorder = (
-            CaptureRecorder(record_dir, max_bytes=record_part_bytes, flush_bytes=1)
+            CaptureRecorder(record_dir, max_bytes=record_part_bytes, flush_bytes=1, rx_times=True)
             if record_dir
             else None
         )
@@ -111,7 +111,11 @@ class Daemon:
             on_status=self._link_status,
             on_chunk=self._receive if self._sniffer is not None else None,
         )
-        self._link = CommandLink(self._transport.write, on_health=self._health)
+        self._link = CommandLink(
+            self._transport.write,
+            on_health=self._health,
+            on_sent=self.recorder.write_sent if self.recorder else None,
+        )
         self._boot_id: int | None = None
         self._hanging_up = False  # stopped, and the peer closes the port: its end, not a loss
         self._bad_seen = 0
