@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol.catalogue import ACK_STATUS, NODE_NAMES, NODE_STATUS_CODES
+from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, NODE_STATUS_CODES
+from protocol.framing import encode_frame
 from rules import RulesConfig, indicator_for
 
 from .command_link import CommandLink, HealthChange, LinkHealth
@@ -98,6 +99,7 @@ class Daemon:
         self.last_verdict: dict[str, Any] | None = None
         self._hello_wanted = threading.Event()
         self._presses: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
+        self._pressed = 0
         self.connected = threading.Event()  # set while the port is open
         self._chunks: queue.SimpleQueue[Chunk] | None = None
         self._sniffer: AckSniffer | None = None
@@ -185,7 +187,19 @@ class Daemon:
         while not self._presses.empty():
             key, arg, source = self._presses.get_nowait()
             log.info("referee (%s): %s %d", source, key, arg)
-            self._apply(self.engine.press(key, arg, time.monotonic_ns()))
+            now = time.monotonic_ns()
+            if self.recorder is not None:  # kept with the match: a replay presses it there too
+                self._pressed += 1
+                frame = encode_frame(
+                    "KEYPAD",
+                    node=HOST_NODE,
+                    seq=self._pressed & 0xFFFF,
+                    t_us=now // 1000 & 0xFFFFFFFF,
+                    key=KEYPAD_CODES[key],
+                    arg=arg,
+                )
+                self.recorder.write_sent(frame, now)
+            self._apply(self.engine.press(key, arg, now))
 
     def _turn(self, chunks: queue.SimpleQueue, recorder: CaptureRecorder | None) -> None:
         self._take_presses()

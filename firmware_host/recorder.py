@@ -107,6 +107,26 @@ def read_sent(part_path: str | Path) -> list[SentFrame]:
     return out
 
 
+def recorded_presses(part_path: str | Path) -> list[tuple[int, str, int]]:
+    """The referee's presses from the page or the broker that a part kept (``.tx``): each as
+    (where the received stream stood, key, arg), for a replay to press them at the same place.
+
+    They are KEYPAD frames from the host's node (0x80), the keypad's frame
+    as the host would have received it; the hub never sees them.
+    """
+    from protocol.catalogue import HOST_NODE, KEYPAD_KEYS
+    from protocol.framing import Message, parse_frame
+
+    presses = []
+    for sent in read_sent(part_path):
+        msg = parse_frame(sent.data[:-1])
+        if isinstance(msg, Message) and msg.name == "KEYPAD" and msg.node == HOST_NODE:
+            key = KEYPAD_KEYS.get(msg.fields["key"])
+            if key is not None:
+                presses.append((sent.rx_offset, key, int(msg.fields["arg"])))
+    return presses
+
+
 class CaptureRecorder:
     """Writes chunks to rotating ``.bin`` parts; thread-safe, never loses a chunk on close.
 

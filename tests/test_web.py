@@ -102,10 +102,14 @@ def ball_positions(browser) -> dict[str, list[str]]:
     )
 
 
-def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_token():
+def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_token(tmp_path):
     from selenium.webdriver.common.by import By
 
-    daemon = Daemon("--seed", "3", "--minutes", "2", "--speed", "2", "--referee-token", TOKEN)
+    record = tmp_path / "rec"
+    daemon = Daemon(
+        "--seed", "3", "--minutes", "2", "--speed", "2", "--referee-token", TOKEN,
+        "--record", str(record),
+    )  # fmt: skip
     browser = None
     try:
         url = daemon.wait_url()
@@ -184,6 +188,16 @@ def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_toke
         if browser is not None:
             browser.quit()
         daemon.close()
+    # recorded with the match: a replay of the recording presses it where it was pressed
+    (part,) = sorted(record.glob("capture-*.bin"))
+    replayed = subprocess.run(
+        [sys.executable, "-m", "firmware_host", "replay", str(part)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in replayed.stdout.splitlines()]
+    assert [line["reason"] for line in lines if line.get("rules") == ["13"]] == [
+        notices[0]["reason"]
+    ]
 
 
 def test_a_port_in_use_is_one_line_and_status_2():
