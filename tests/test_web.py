@@ -184,6 +184,14 @@ def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_toke
         refusals = [line for line in daemon.err if "referee control from" in line]
         assert len(refusals) == 3 and "no token" in refusals[0]
         browser.save_screenshot(str(DOCS_SHOT))
+        # a phone: one column, nothing wider than the screen, the table still drawn
+        browser.set_window_size(390, 844)
+        widths = browser.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth,"
+            " document.getElementById('cloth').getBoundingClientRect().width]"
+        )
+        assert widths[0] <= widths[1] and widths[2] > 300, widths
+        browser.save_screenshot(str(DOCS_SHOT.with_name("live-page-phone.png")))
     finally:
         if browser is not None:
             browser.quit()
