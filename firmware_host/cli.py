@@ -44,7 +44,13 @@ COMMANDS: tuple[str, ...] = (
     "service",
     "plot",
     "report",
+    "ports",
+    "stats",
     "monitor",
+    "send",
+    "ping",
+    "pcap",
+    "dissector",
 )
 
 

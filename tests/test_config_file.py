@@ -44,6 +44,7 @@ KEYS = [
     ("recording", "keep_days", "30", "recording.keep_days = 30.0", "0", "must be > 0"),
     ("recording", "keep_gb", "20", "recording.keep_gb = 20.0", "-1", "must be > 0"),
     ("web", "address", '"127.0.0.1:8080"', 'web.address = "127.0.0.1:8080"', '"eight"', "not [HOST:]PORT"),
+    ("referee", "token", '"table-7-secret"', "referee.token = ***", '"short"', "must be at least 6 printable characters"),
     ("service", "status", '"/var/lib/fh/status.json"', 'service.status = "/var/lib/fh/status.json"', "1", "must be a string, not a number"),
     ("virtual", "scenario", '"double_hit"', 'virtual.scenario = "double_hit"', "3", "must be a string, not a number"),
     ("virtual", "seed", "7", "virtual.seed = 7", "-1", "must be from 0 to 4294967295"),
@@ -98,7 +99,8 @@ def test_every_key_takes_a_good_value_and_names_a_bad_one(
     assert status == 0 and err == "", err
     assert shown in out.splitlines()
     status, out, err = check(tmp_path, f"[{section}]\n{key} = {bad}\n", capsys)
-    refused(status, err, "table.toml: ", f"[{section}] {key} = {bad}: {says}")
+    named = "***" if shown.endswith("***") else bad  # a secret is never shown, even when bad
+    refused(status, err, "table.toml: ", f"[{section}] {key} = {named}: {says}")
     assert out == ""
 
 
@@ -108,7 +110,7 @@ def test_every_key_takes_a_good_value_and_names_a_bad_one(
         ("[rules]\nnear_gap = 3\n", "[rules] near_gap: unknown key (did you mean near_gap_mm?)"),
         ("[rules]\nfrozen_gpa_mm = 3\n", "[rules] frozen_gpa_mm: unknown key (did you mean frozen_gap_mm?)"),
         ("[rule]\nnear_gap_mm = 3\n", "[rule]: unknown section (did you mean [rules]?)"),
-        ("[mqtt]\nurl = 'x'\n", "[mqtt]: unknown section (sections: link, rules, recording, web, service, virtual, table)"),
+        ("[mqtt]\nurl = 'x'\n", "[mqtt]: unknown section (sections: link, rules, recording, web, referee, service, virtual, table)"),
         ("[rules]\nport = 'x'\n", "[rules] port: unknown key (it belongs in [link])"),
         ('port = "/dev/ttyUSB0"\n', 'port = "/dev/ttyUSB0": a key outside any section (it belongs in [link])'),
         ("rules = 3\n", "rules = 3: must be a section [rules], not a number"),

@@ -84,6 +84,20 @@ def web_address(text: str) -> tuple[str, int]:
 web_address.takes_text = True  # type: ignore[attr-defined]  # the config file gives it a string
 
 
+def referee_token(text: str) -> str:
+    """``--referee-token``: long enough that trying every one is hopeless."""
+    from ..referee_token import MIN_LENGTH
+
+    if len(text) < MIN_LENGTH or not text.isprintable() or text != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_LENGTH} printable characters, without spaces at its ends"
+        )
+    return text
+
+
+referee_token.takes_text = True  # type: ignore[attr-defined]
+
+
 def add_settings(parser: argparse.ArgumentParser) -> None:
     """Every option of run but --config: also what ``config check`` accepts as overrides."""
     parser.set_defaults(table_id=None)  # [table] id: the file's only, nothing uses it yet
@@ -120,6 +134,13 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
         metavar="[HOST:]PORT",
         help="serve the live page on HOST (default 127.0.0.1) and PORT (0: any free one; "
         "docs/web.md)",
+    )
+    parser.add_argument(
+        "--referee-token",
+        type=referee_token,
+        metavar="TOKEN",
+        help="the secret the referee's controls on the page need (at least 6 characters; "
+        "default: a new one, printed once at start)",
     )
     parser.add_argument(
         "--status",
@@ -422,7 +443,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
             feed = None
             if args.web is not None:
-                server, feed = _web(args.web, daemon)
+                server, feed = _web(args.web, daemon, _token(args.referee_token))
             daemon.on_turn = _health(daemon, args.status, record, feed).turn
             if earlier:
                 _resume(daemon, earlier)
@@ -477,9 +498,16 @@ def run(args: argparse.Namespace) -> int:
     sys.stderr.write(
         f"firmware-host run: {ended}{summary_text(stats.verdicts, stats.events, stats.bytes)}; "
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
-        f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
+        f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}; "
+        f"{_lag_text(stats, table is not None and args.speed != 1)}\n"
     )
     return 0
+
+
+def _lag_text(stats: Any, played_fast: bool) -> str:
+    """The live bound, as this run kept it; a virtual table played faster than real time
+    runs its hub clock faster than the host's, so only 1x is timed."""
+    return "release lag timed at --speed 1 only" if played_fast else stats.release_lag.text()
 
 
 def _retention(daemon: Any, record: Any, args: argparse.Namespace, stop: Any) -> None:
@@ -517,8 +545,18 @@ def _health(daemon: Any, status: str | None, record: Any, feed: Any) -> Any:
     return HealthMonitor(daemon, status, Notifier(), record, feed)
 
 
-def _web(address: tuple[str, int], daemon: Any) -> tuple[Any, Any]:
-    """The live page: its server started, the daemon's lines and events fed to it."""
+def _token(given: str | None) -> Any:
+    """The table's referee token: the one given, or a new one said once (docs/web.md)."""
+    from ..referee_token import RefereeToken
+
+    token = RefereeToken(given)
+    if token.generated:
+        _say(f"referee token (for the page's controls; --referee-token sets one): {token.value}")
+    return token
+
+
+def _web(address: tuple[str, int], daemon: Any, token: Any) -> tuple[Any, Any]:
+    """The live page: its server started, the daemon's lines, events and balls fed to it."""
     try:
         from ..web.feed import LiveFeed
         from ..web.server import WebServer
@@ -526,7 +564,7 @@ def _web(address: tuple[str, int], daemon: Any) -> tuple[Any, Any]:
         raise UsageError(f"--web needs {exc.name}: pip install -e '.[web]'") from None
     host, port = address
     feed = LiveFeed()
-    server = WebServer(feed, host, port)
+    server = WebServer(feed, host, port, token, daemon.press)
     try:
         port = server.start()
     except OSError as exc:
@@ -542,7 +580,7 @@ def _web(address: tuple[str, int], daemon: Any) -> tuple[Any, Any]:
         told(event)
         feed.event(event)
 
-    daemon.on_line, daemon.on_event = on_line, on_event
+    daemon.on_line, daemon.on_event, daemon.on_balls = on_line, on_event, feed.balls
     _say(f"live page: http://{host}:{port}/ (health: /healthz)")
     return server, feed
 
