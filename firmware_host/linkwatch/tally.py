@@ -25,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from firmware_host.linktools.names import VALUE_NAMES
 from firmware_host.timing import clock_model as cm
 from firmware_host.timing.rows import to_rows
 from firmware_host.timing.timeline import CLOCK_TYPES, Timeline
 from protocol import kernels as k
-from protocol.catalogue import FLAG_RETRANSMISSION, INDICATOR_STATES
+from protocol.catalogue import FLAG_RETRANSMISSION
 from protocol.decoder import StreamDecoder, record_fields
 
 RATE_WINDOW_US = 5_000_000  # rates over the last 5 s of the sender's clock
@@ -42,7 +43,7 @@ NOTES = 3  # the timing core's newest notices (clock steps, inferred boots) on t
 MAX_UNCERTAINTY_US = 100.0
 _HALF = 1 << 31
 _TIMING_TYPES = frozenset(("HELLO", *CLOCK_TYPES))
-_LAMPS = {code: name for name, code in INDICATOR_STATES.items()}
+_LAMPS = VALUE_NAMES["HEARTBEAT", "indicator"]
 _DELIVERED = (k.OK, k.DUPLICATE)
 _NO_BYTES = ((0, 0), (0, 0))
 
