@@ -58,6 +58,13 @@ def wire_frames(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts[keep].astype(np.int64), ends[keep].astype(np.int64) + 1
 
 
+def unwrap_u32(t: np.ndarray) -> np.ndarray:
+    """A 32-bit clock (µs, wraps every 71.6 min) as int64 that keeps counting."""
+    t = t.astype(np.int64)
+    t[1:] += _WRAP * np.cumsum(np.diff(t) < -(_WRAP // 2))  # a wrap, not a step back
+    return t
+
+
 def hub_clock_at(buf: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The hub's unwrapped clock (µs) at each capture position: its latest frame's stamp.
 
@@ -71,9 +78,7 @@ def hub_clock_at(buf: np.ndarray, positions: np.ndarray) -> np.ndarray:
     hub = frames[np.isin(frames["status"], (OK, DUPLICATE)) & (frames["node"] == 0)]
     if not len(hub):
         return np.zeros(len(positions), np.int64)
-    t = hub["t_us"].astype(np.int64)
-    steps = np.diff(t)
-    t[1:] += _WRAP * np.cumsum(steps < -(_WRAP // 2))  # a wrap, not a step back
+    t = unwrap_u32(hub["t_us"])
     at = np.searchsorted(hub["offset"], positions, side="right") - 1
     return t[np.maximum(at, 0)]
 
