@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..recorder import read_rx_times, read_sent
+from ..recorder import SentFrame, read_rx_times, read_sent
 
 HOST_CLOCK, HUB_CLOCK = "host", "hub"
 _WRAP = 1 << 32
@@ -119,3 +119,39 @@ def load(path: str | Path, data: bytes | None = None) -> Recording:
         time_ns=time_ns[order],
         clock=clock,
     )
+
+
+class SentInterleaver:
+    """The host's frames of a part, handed out between the table's frames in time order.
+
+    For a reader that streams the table's frames (``decode``): ask
+    :meth:`due` with each table frame's capture offset, in order, and get
+    the host frames sent before it.  With a ``.rxt`` the order is by host
+    time (a table frame's time is that of the chunk its first byte came
+    in); without one, by where the received stream stood when each was sent.
+    """
+
+    def __init__(self, part: str | Path) -> None:
+        part = Path(part)
+        self.pending = read_sent(part)
+        rx_path = part.with_suffix(".rxt")
+        self._rx = read_rx_times(rx_path) if rx_path.exists() else None
+
+    def __bool__(self) -> bool:
+        return bool(self.pending)
+
+    def due(self, offset: int) -> list[SentFrame]:
+        """The host frames sent before the table frame that starts at ``offset``."""
+        if self._rx is not None and len(self._rx):
+            chunk = max(int(np.searchsorted(self._rx["offset"], offset, side="right")) - 1, 0)
+            arrived = int(self._rx["host_rx_ns"][chunk])
+            n = next((i for i, s in enumerate(self.pending) if s.host_ns >= arrived), None)
+        else:
+            n = next((i for i, s in enumerate(self.pending) if s.rx_offset > offset), None)
+        n = len(self.pending) if n is None else n
+        out, self.pending = self.pending[:n], self.pending[n:]
+        return out
+
+    def rest(self) -> list[SentFrame]:
+        out, self.pending = self.pending, []
+        return out
