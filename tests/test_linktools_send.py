@@ -5,11 +5,10 @@ a wrong type, field, value or range is one line naming it and status 2."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
+from proc_util import run_cli as cli
 
 from firmware_host.virtual_table.faults import FaultPlan
 from firmware_host.virtual_table.hub import HubConfig, Wire, build_wire
@@ -17,16 +16,6 @@ from firmware_host.virtual_table.peer import VirtualHub
 from firmware_host.virtual_table.scenarios import random_match
 
 MINUTES = 0.5
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def wire(faults: str = "") -> Wire:

@@ -5,13 +5,12 @@ rates against their true crystals, and nothing named on a clean capture."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from proc_util import run_cli as cli
 
 from firmware_host.virtual_table.capture import load_frame_truth
 from firmware_host.virtual_table.sensors import DAMAGED
@@ -19,16 +18,6 @@ from protocol.catalogue import BY_NAME
 
 FAULTS = "stall@40-43,garbage@60,drop@80,reboot@100"
 HELLO, HEARTBEAT = BY_NAME["HELLO"].msg_type, BY_NAME["HEARTBEAT"].msg_type
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def simulate(tmp: Path, name: str, *extra: str) -> tuple[Path, np.ndarray, dict[str, Any]]:

@@ -7,27 +7,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from proc_util import run_cli as cli
 from test_daemon import referee_live
 
 from firmware_host.recorder import CaptureRecorder, read_sent
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from protocol.framing import encode_frame
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def ping(seq: int, flags: int = 0) -> bytes:

@@ -7,11 +7,11 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from proc_util import run_cli as cli
 
 from protocol.catalogue import MESSAGES
 from protocol.framing import encode_frame
@@ -25,15 +25,6 @@ EXPERT_OF_ERROR = {
     "version": "version",
     "payload length": "payload_length",
 }
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        check=False,
-        capture_output=True,
-        timeout=300,
-    )
 
 
 @pytest.fixture
@@ -170,5 +161,5 @@ def test_pcapng_blocks_are_well_formed(tmp_path: Path, every_frame: Path) -> Non
 )
 def test_bad_paths_are_one_line_and_status_2(argv: list[str], says: str) -> None:
     done = cli(*argv)
-    err = done.stderr.decode()
+    err = done.stderr
     assert done.returncode == 2 and err.startswith(says) and err.count("\n") == 1, err

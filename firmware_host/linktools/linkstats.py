@@ -86,7 +86,7 @@ def _times_s(
     """Each frame's time in seconds since the first: its host receive time, else the hub
     clock (see :mod:`.recording`), each boot carried on from where the last one ended."""
     if rx is None or not len(rx):
-        t = hub_clock_at(capture, frames["offset"]) / 1e6
+        t = hub_clock_at(frames, frames["offset"]) / 1e6
         for b in range(1, int(boot.max(initial=0)) + 1):
             mine, before = boot == b, boot < b
             if mine.any() and before.any():

@@ -65,16 +65,14 @@ def unwrap_u32(t: np.ndarray) -> np.ndarray:
     return t
 
 
-def hub_clock_at(buf: np.ndarray, positions: np.ndarray) -> np.ndarray:
+def hub_clock_at(frames: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The hub's unwrapped clock (µs) at each capture position: its latest frame's stamp.
 
-    Positions before the first hub frame take that first stamp; a capture
-    without one gives zeros.
+    ``frames`` is the decoder's frame table of the capture.  Positions before
+    the first hub frame take that first stamp; a capture without one gives zeros.
     """
-    from protocol.decoder import decode_capture
     from protocol.kernels import DUPLICATE, OK
 
-    frames = decode_capture(buf).frames
     hub = frames[np.isin(frames["status"], (OK, DUPLICATE)) & (frames["node"] == 0)]
     if not len(hub):
         return np.zeros(len(positions), np.int64)
@@ -101,8 +99,11 @@ def load(path: str | Path, data: bytes | None = None) -> Recording:
         host_t = np.array([s.host_ns for s in sent], np.int64)
         clock = HOST_CLOCK
     else:
-        table_t = hub_clock_at(capture, start) * 1000
-        host_t = hub_clock_at(capture, np.maximum(sent_at - 1, 0)) * 1000
+        from protocol.decoder import decode_capture
+
+        frames = decode_capture(capture).frames
+        table_t = hub_clock_at(frames, start) * 1000
+        host_t = hub_clock_at(frames, np.maximum(sent_at - 1, 0)) * 1000
         clock = HUB_CLOCK
     # In time order; a host frame sent at the instant a chunk arrived comes after it.
     host = np.concatenate([np.zeros(len(start), bool), np.ones(len(sent), bool)])
