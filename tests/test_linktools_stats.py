@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 from proc_util import run_cli as cli
 
+from firmware_host.linktools.linkstats import link_stats
 from firmware_host.virtual_table.capture import load_frame_truth
 from firmware_host.virtual_table.sensors import DAMAGED
 from protocol.catalogue import BY_NAME
+from protocol.decoder import decode_capture
+from protocol.framing import encode_frame
 
 FAULTS = "stall@40-43,garbage@60,drop@80,reboot@100"
 HELLO, HEARTBEAT = BY_NAME["HELLO"].msg_type, BY_NAME["HEARTBEAT"].msg_type
@@ -168,3 +171,31 @@ def test_an_unusable_capture_is_one_line_and_status_2(
         Path(path).write_bytes(content)
     done = cli("stats", path)
     assert done.returncode == 2 and says in done.stderr and done.stderr.count("\n") == 1
+
+
+def hit(seq: int, flags: int = 0) -> bytes:
+    return encode_frame("CUSHION_HIT", seq=seq, t_us=seq * 1000, flags=flags, cushion=1,
+                        pos_mm=2, amplitude=3)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("seqs", "lost_at", "missing"),
+    [
+        ([(0, 0), (1, 0), (3, 0), (4, 0)], [2], [1]),  # one gap, charged to the frame after it
+        ([(65534, 0), (65535, 0), (1, 0), (2, 0)], [2], [1]),  # across the wrap
+        ([(0, 0), (1, 0), (3, 0), (3, 1), (2, 1), (4, 0), (7, 0)], [6], [2]),  # a late resend fills
+        ([(5, 0), (5, 1), (6, 0)], [], []),  # a duplicate is not a loss
+    ],
+)
+def test_lost_frames_and_retransmissions_as_the_decoder_counts_them(
+    seqs: list[tuple[int, int]], lost_at: list[int], missing: list[int]
+) -> None:
+    frames = [hit(s, f) for s, f in seqs]
+    capture = b"\x00" + b"".join(frames)
+    starts = np.cumsum([1] + [len(f) for f in frames])[:-1].tolist()
+    node = link_stats(np.frombuffer(capture, np.uint8))["nodes"]["1"]
+    assert node["lost"]["offsets"] == [starts[i] for i in lost_at]
+    assert node["lost"]["missing"] == missing
+    assert node["lost"]["count"] == sum(decode_capture(capture).stats.lost.values())
+    retx = [starts[i] for i, (_, flags) in enumerate(seqs) if flags]
+    assert node["retransmissions"] == {"count": len(retx), "offsets": retx}

@@ -109,22 +109,31 @@ def _envelope_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 def _lost(good: np.ndarray, boot: np.ndarray, t_s: np.ndarray) -> dict[int, dict[str, Any]]:
     """Per node: frames missing in ``seq``; per gap, the offset and time of the frame after it
-    and how many are missing there."""
+    and how many are missing there.
+
+    A ``seq`` that arrives late (a retransmission, ICD §3) fills its gap, as the
+    decoder counts it: a missing number is one never seen in its boot, charged to
+    the first frame that went past it.
+    """
     out: dict[int, dict[str, Any]] = {}
-    first_ok = good["status"] == OK  # a retransmission's seq was counted with its original
-    first, b, t = good[first_ok], boot[first_ok], t_s[first_ok]
-    for node in np.unique(first["node"]).tolist():
-        mine = first["node"] == node
-        seq, where, their_boot = first["seq"][mine].astype(np.int64), first["offset"][mine], b[mine]
-        step = (np.diff(seq) - 1) % _U16
-        step[their_boot[1:] != their_boot[:-1]] = 0
-        gaps = np.flatnonzero(step)
-        if len(gaps):
+    for node in np.unique(good["node"]).tolist():
+        offsets, times, missing = [], [], []
+        for b in np.unique(boot[good["node"] == node]).tolist():
+            mine = (good["node"] == node) & (boot == b)
+            step = (np.diff(good["seq"][mine].astype(np.int64)) + _U16 // 2) % _U16 - _U16 // 2
+            seq = np.concatenate(([0], np.cumsum(step)))  # unwrapped, from the first
+            gone = np.setdiff1d(np.arange(seq.min(), seq.max() + 1), seq)
+            past = np.searchsorted(np.maximum.accumulate(seq), gone, side="right")
+            at, n = np.unique(past, return_counts=True)
+            offsets += good["offset"][mine][at].astype(int).tolist()
+            times += t_s[mine][at].tolist()
+            missing += n.astype(int).tolist()
+        if missing:
             out[node] = {
-                "count": int(step.sum()),
-                "offsets": where[gaps + 1].astype(int).tolist(),
-                "times_s": t[mine][gaps + 1].tolist(),
-                "missing": step[gaps].astype(int).tolist(),
+                "count": sum(missing),
+                "offsets": offsets,
+                "times_s": times,
+                "missing": missing,
             }
     return out
 
@@ -198,7 +207,9 @@ def _latency(frames: np.ndarray, t_s: np.ndarray, boot: np.ndarray) -> dict[int,
     return out
 
 
-def _per_type(frames: np.ndarray, t_s: np.ndarray, boot: np.ndarray, span_s: float) -> dict:
+def _per_type(
+    frames: np.ndarray, t_s: np.ndarray, boot: np.ndarray, span_s: float
+) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     good = np.isin(frames["status"], (OK, UNKNOWN))
     for node, msg_type in sorted(
