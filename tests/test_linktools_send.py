@@ -89,3 +89,9 @@ def test_a_wrong_command_is_one_line_naming_it(
     done = cli("send", "--port", healthy.device, *words)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith(f"firmware-host send: {says}") and done.stderr.count("\n") == 1
+
+
+def test_send_without_a_port_says_so() -> None:
+    done = cli("send", "PING", "token=1")
+    assert done.returncode == 2
+    assert done.stderr == "firmware-host send: --port URL is needed: the table to send to\n"

@@ -119,3 +119,30 @@ def test_pcap_of_a_recording_has_both_directions_in_host_time(
     times = [float(t) for t, _ in rows]
     assert times == sorted(times)
     assert sum(int(d, 0) == 2 for _, d in rows) == len(read_sent(recording))  # outbound
+
+
+@pytest.mark.parametrize("rx_times", [True, False])
+def test_any_host_frame_is_shown_in_its_place(tmp_path: Path, rx_times: bool) -> None:
+    """A referee page press kept as a host KEYPAD (node 0x80) decodes like any frame; the
+    order is by host time with a .rxt, by where the stream stood without one."""
+    table = [encode_frame("HEARTBEAT", seq=s, t_us=s, uptime_s=s, nodes_ok=1, rx_bad=0,
+                          tx_dropped=0, indicator=0) for s in range(3)]  # fmt: skip
+    press = encode_frame("KEYPAD", node=0x80, seq=9, t_us=0, key=6, arg=16)
+    with CaptureRecorder(tmp_path, rx_times=rx_times) as rec:
+        rec.write(table[0], host_rx_ns=100)
+        rec.write(table[1], host_rx_ns=200)
+        rec.write_sent(press, 250)
+        rec.write(table[2], host_rx_ns=300)
+        rec.write_sent(ping(1), 400)
+    lines = [json.loads(x) for x in cli("decode", "--json", str(rec.path)).stdout.splitlines()]
+    summary = lines.pop()["summary"]
+    assert [(x["direction"], x["type"]) for x in lines] == [
+        ("table", "HEARTBEAT"),
+        ("table", "HEARTBEAT"),
+        ("host", "KEYPAD"),
+        ("table", "HEARTBEAT"),
+        ("host", "PING"),
+    ]
+    assert lines[2]["node"] == 0x80 and lines[2]["fields"] == {"key": 6, "arg": 16}
+    assert summary["host_frames"] == 2 and summary["frames"] == 3
+    assert "->" in cli("decode", "--node", "128", str(rec.path)).stdout
