@@ -18,20 +18,20 @@ from firmware_host.virtual_table.scenarios import random_match
 MINUTES = 0.5
 
 
-def wire(faults: str = "") -> Wire:
-    match = random_match(seed=2, minutes=MINUTES)
-    return build_wire(match, HubConfig(seed=4, faults=FaultPlan.parse(faults)))
+def wire(faults: FaultPlan) -> Wire:
+    return build_wire(random_match(seed=2, minutes=MINUTES), HubConfig(seed=4, faults=faults))
 
 
 @pytest.fixture(scope="module")
 def healthy() -> Iterator[VirtualHub]:
-    with VirtualHub(wire()) as hub:
+    with VirtualHub(wire(FaultPlan())) as hub:
         yield hub
 
 
 @pytest.fixture(scope="module")
 def silent() -> Iterator[VirtualHub]:
-    with VirtualHub(wire(f"noack@0-{MINUTES * 60:g}")) as hub:
+    # silent from its boot (half a second before the match) to well after the match
+    with VirtualHub(wire(FaultPlan(no_ack=((-10.0, 1000.0),)))) as hub:
         yield hub
 
 
