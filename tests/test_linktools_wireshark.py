@@ -41,6 +41,16 @@ def every_frame(tmp_path: Path, vectors: dict[str, Any]) -> Path:
     return path
 
 
+@pytest.fixture
+def virtual_match(tmp_path: Path) -> Path:
+    """A quarter-minute match on the virtual table with a garbage burst and a damaged frame."""
+    path = tmp_path / "match.bin"
+    done = cli("simulate", "--capture", str(path), "--minutes", "0.25", "--seed", "3",
+               "--faults", "garbage@5,drop@9")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return path
+
+
 def tshark_packets(pcap: Path, lua: Path) -> list[dict[str, Any]]:
     done = subprocess.run(
         ["tshark", "-X", f"lua_script:{lua}", "-r", str(pcap), "-T", "json", "--no-duplicate-keys"],
@@ -91,17 +101,23 @@ def shown_fields(layer: dict[str, Any], name: str) -> dict[str, Any]:
     return out
 
 
-def test_tshark_shows_every_field_as_decode_does(tmp_path: Path, every_frame: Path) -> None:
+@pytest.mark.parametrize("source", ["every_frame", "virtual_match"])
+def test_tshark_shows_every_field_as_decode_does(
+    tmp_path: Path, source: str, request: pytest.FixtureRequest
+) -> None:
+    capture: Path = request.getfixturevalue(source)
     lua, pcap = tmp_path / "firmware_host.lua", tmp_path / "out.pcapng"
     assert cli("dissector", "-o", str(lua)).returncode == 0
-    done = cli("pcap", str(every_frame), "-o", str(pcap))
+    done = cli("pcap", str(capture), "-o", str(pcap))
     assert done.returncode == 0, done.stderr
-    decoded = [json.loads(x) for x in cli("decode", "--json", str(every_frame)).stdout.splitlines()]
+    decoded = [json.loads(x) for x in cli("decode", "--json", str(capture)).stdout.splitlines()]
     decoded.pop()  # the summary
     packets = tshark_packets(pcap, lua)
     by_offset = {int(one(p["pkt_comment"]["frame.comment"]).split()[-1]): p for p in packets}
     assert len(packets) == len(decoded) == len(by_offset)
-    assert {m.name for m in MESSAGES} <= {line.get("type") for line in decoded}
+    if source == "every_frame":
+        assert {m.name for m in MESSAGES} <= {line.get("type") for line in decoded}
+    assert any("error" in line for line in decoded)
     for line in decoded:
         layer = by_offset[line["offset"]]["firmware_host"]
         if "error" in line:
