@@ -37,7 +37,7 @@ from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 
 from ..cliutil import plural
 from ..timing.clock_model import MAX_PPM, envelope_line
-from .recording import hub_clock_at, unwrap_u32, wire_frames
+from .recording import arrival_ns, hub_clock_at, unwrap_u32, wire_frames
 
 WINDOW_S = 60.0  # drift windows, hub time
 MIN_SYNCS = 8  # a window with fewer CLOCK_SYNC samples of a node gives no figure
@@ -94,8 +94,7 @@ def _times_s(
     else:
         starts, stops = wire_frames(capture)
         stop = stops[np.clip(np.searchsorted(starts, frames["offset"]), 0, len(stops) - 1)]
-        chunk = np.maximum(np.searchsorted(rx["offset"], stop - 1, side="right") - 1, 0)
-        t = rx["host_rx_ns"][chunk] / 1e9
+        t = arrival_ns(rx, stop - 1) / 1e9
     return t - t.min() if len(t) else t
 
 

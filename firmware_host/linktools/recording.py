@@ -58,6 +58,12 @@ def wire_frames(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts[keep].astype(np.int64), ends[keep].astype(np.int64) + 1
 
 
+def arrival_ns(rx: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Host receive time (``.rxt`` records) of the chunk that held each byte offset."""
+    chunk = np.maximum(np.searchsorted(rx["offset"], offsets, side="right") - 1, 0)
+    return rx["host_rx_ns"][chunk]
+
+
 def unwrap_u32(t: np.ndarray) -> np.ndarray:
     """A 32-bit clock (µs, wraps every 71.6 min) as int64 that keeps counting."""
     t = t.astype(np.int64)
@@ -94,8 +100,7 @@ def load(path: str | Path, data: bytes | None = None) -> Recording:
     rx = read_rx_times(rx_path) if rx_path.exists() else np.zeros(0)
     sent_at = np.array([s.rx_offset for s in sent], np.int64)
     if len(rx):
-        chunk = np.searchsorted(rx["offset"], stop - 1, side="right") - 1
-        table_t = rx["host_rx_ns"][np.maximum(chunk, 0)]
+        table_t = arrival_ns(rx, stop - 1)
         host_t = np.array([s.host_ns for s in sent], np.int64)
         clock = HOST_CLOCK
     else:
@@ -144,8 +149,7 @@ class SentInterleaver:
     def due(self, offset: int) -> list[SentFrame]:
         """The host frames sent before the table frame that starts at ``offset``."""
         if self._rx is not None and len(self._rx):
-            chunk = max(int(np.searchsorted(self._rx["offset"], offset, side="right")) - 1, 0)
-            arrived = int(self._rx["host_rx_ns"][chunk])
+            arrived = int(arrival_ns(self._rx, np.array([offset]))[0])
             n = next((i for i, s in enumerate(self.pending) if s.host_ns >= arrived), None)
         else:
             n = next((i for i, s in enumerate(self.pending) if s.rx_offset > offset), None)
