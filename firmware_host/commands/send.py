@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..cliutil import UsageError, add_baud_argument, check_port, int_in
+from ..cliutil import UsageError, add_port_arguments, check_port, int_in
 
 if TYPE_CHECKING:
     from ..command_link import CommandResult
@@ -30,14 +30,7 @@ EXAMPLES = """\
 
 def add_link_arguments(parser: argparse.ArgumentParser) -> None:
     """``--port`` (needed: a frame goes to a table), ``--baud`` and ``--seq``."""
-    group = parser.add_argument_group("serial link")
-    group.add_argument(
-        "--port",
-        metavar="URL",
-        help="the table: a serial device or pyserial URL (socket://HOST:PORT, rfc2217://, "
-        "a pty of `firmware-host simulate --pty`); needed",
-    )
-    add_baud_argument(group)
+    group = add_port_arguments(parser, default="none, a table is needed")
     group.add_argument(
         "--seq",
         type=int_in(0, 0xFFFF),
