@@ -184,6 +184,13 @@ def _selected(item: Any, types: set[str] | None, args: argparse.Namespace) -> bo
     return args.t_to is None or (t_us is not None and t_us < args.t_to * 1e6)
 
 
+def _offset(item: Any) -> int:
+    """Where a decoded item starts in the capture (a retransmission: where it was seen)."""
+    from protocol.framing import Retransmission
+
+    return int((item.frame if isinstance(item, Retransmission) else item).offset)
+
+
 def _sent_frames(capture: str | None) -> Any:
     """A two-way recording's host frames (its ``.tx``), or None: the capture is one-way."""
     if capture in (None, "-"):
@@ -300,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
         for chunk in _link(args.port, args.baud) if args.port else _file(args.capture, args.follow):
             for item in decoder.feed(chunk).items():
                 if sent is not None:
-                    show_sent(sent.due(getattr(item, "frame", item).offset))
+                    show_sent(sent.due(_offset(item)))
                 if not _selected(item, wanted, args):
                     continue
                 out.write(line(item, None) + "\n")

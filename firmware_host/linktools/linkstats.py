@@ -143,12 +143,10 @@ def _clock_windows(
     """Per node: ``[t_s, offset_us, ppm]`` per window (the capture's time, the node's
     offset from the hub at it, its rate: against the host where known)."""
     sync = decoded.tables.get("CLOCK_SYNC")
-    sync_t = (
-        t_s[np.searchsorted(decoded.frames["offset"], sync["offset"])] if sync is not None else None
-    )
     out: dict[int, list[list[float]]] = {}
     if sync is None or not len(sync):
         return out
+    sync_t = t_s[np.searchsorted(decoded.frames["offset"], sync["offset"])]
     boot = np.searchsorted(boot_starts, sync["offset"], side="right")
     for b in np.unique(boot).tolist():
         mine, mine_t = sync[boot == b], sync_t[boot == b]
