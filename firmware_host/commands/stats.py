@@ -92,8 +92,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         _text(report, sys.stdout)
     if args.png:
-        from ..linktools.statsplot import draw
-
+        try:
+            from ..linktools.statsplot import draw
+        except ModuleNotFoundError as exc:
+            raise UsageError(f"--png needs {exc.name}: pip install -e '.[view]'") from None
         try:
             draw(report, args.png)
         except OSError as exc:
