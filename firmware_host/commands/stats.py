@@ -80,6 +80,11 @@ def run(args: argparse.Namespace) -> int:
     from ..linktools.linkstats import link_stats
     from ..recorder import read_rx_times
 
+    if args.png:  # before the work: a missing extra is a usage error, said at once
+        try:
+            from ..linktools.statsplot import draw
+        except ModuleNotFoundError as exc:
+            raise UsageError(f"--png needs {exc.name}: pip install -e '.[view]'") from None
     capture = np.frombuffer(read_binary(args.capture), np.uint8)
     rx = None
     if args.capture != "-" and (rxt := Path(args.capture).with_suffix(".rxt")).exists():
@@ -92,10 +97,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _text(report, sys.stdout)
     if args.png:
-        try:
-            from ..linktools.statsplot import draw
-        except ModuleNotFoundError as exc:
-            raise UsageError(f"--png needs {exc.name}: pip install -e '.[view]'") from None
         try:
             draw(report, args.png)
         except OSError as exc:
