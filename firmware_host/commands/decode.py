@@ -305,6 +305,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         # Only reading is the capture's fault (exit 2); a write error is stdout's (cli.main).
         for chunk in _link(args.port, args.baud) if args.port else _file(args.capture, args.follow):
+            if sent is not None and args.follow:
+                sent.refresh()  # the host's frames written since
             for item in decoder.feed(chunk).items():
                 if sent is not None:
                     show_sent(sent.due(_offset(item)))

@@ -138,9 +138,17 @@ class SentInterleaver:
     """
 
     def __init__(self, part: str | Path) -> None:
-        part = Path(part)
-        self.pending = read_sent(part)
-        rx_path = part.with_suffix(".rxt")
+        self._part = Path(part)
+        self.pending: list[SentFrame] = []
+        self._taken = 0  # frames handed out so far
+        self._rx: np.ndarray | None = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read what was appended to the side files since (a recording still being written)."""
+        sent = read_sent(self._part)
+        self.pending += sent[self._taken + len(self.pending) :]
+        rx_path = self._part.with_suffix(".rxt")
         self._rx = read_rx_times(rx_path) if rx_path.exists() else None
 
     def __bool__(self) -> bool:
@@ -155,8 +163,10 @@ class SentInterleaver:
             n = next((i for i, s in enumerate(self.pending) if s.rx_offset > offset), None)
         n = len(self.pending) if n is None else n
         out, self.pending = self.pending[:n], self.pending[n:]
+        self._taken += n
         return out
 
     def rest(self) -> list[SentFrame]:
         out, self.pending = self.pending, []
+        self._taken += len(out)
         return out
