@@ -37,7 +37,7 @@ from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 
 from ..cliutil import plural
 from ..timing.clock_model import MAX_PPM, envelope_line
-from .recording import arrival_ns, hub_clock_at, unwrap_u32, wire_frames
+from .recording import arrival_ns, boot_starts, hub_clock_at, unwrap_u32, wire_frames
 
 WINDOW_S = 60.0  # drift windows, hub time
 MIN_SYNCS = 8  # a window with fewer CLOCK_SYNC samples of a node gives no figure
@@ -69,28 +69,21 @@ def node_label(node: int) -> str:
     return f"node {node} ({NODE_NAMES.get(node, '?')})"
 
 
-def _boots(decoded: Decoded) -> tuple[np.ndarray, list[dict[str, int]]]:
-    """Offsets where each boot after the first starts (a HELLO with a new boot_id)."""
+def _reboots(decoded: Decoded, starts: np.ndarray) -> list[dict[str, int]]:
+    """Each boot after the first: where its HELLO is and its ``boot_id``."""
     hello = decoded.tables.get("HELLO")
-    if hello is None or not len(hello):
-        return np.zeros(0, np.int64), []
-    ids = hello["boot_id"].astype(np.int64)
-    new = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-    reboots = [{"offset": int(hello["offset"][i]), "boot_id": int(ids[i])} for i in new]
-    return hello["offset"][new].astype(np.int64), reboots
+    if hello is None or not len(starts):
+        return []
+    at = np.searchsorted(hello["offset"], starts)
+    return [{"offset": int(o), "boot_id": int(i)} for o, i in zip(starts, hello["boot_id"][at])]
 
 
-def _times_s(
-    frames: np.ndarray, capture: np.ndarray, rx: np.ndarray | None, boot: np.ndarray
-) -> np.ndarray:
+def _times_s(decoded: Decoded, capture: np.ndarray, rx: np.ndarray | None) -> np.ndarray:
     """Each frame's time in seconds since the first: its host receive time, else the hub
-    clock (see :mod:`.recording`), each boot carried on from where the last one ended."""
+    clock (see :mod:`.recording`)."""
+    frames = decoded.frames
     if rx is None or not len(rx):
-        t = hub_clock_at(frames, frames["offset"]) / 1e6
-        for b in range(1, int(boot.max(initial=0)) + 1):
-            mine, before = boot == b, boot < b
-            if mine.any() and before.any():
-                t[mine] += t[before].max() - t[mine].min()
+        t = hub_clock_at(decoded, frames["offset"]) / 1e6
     else:
         starts, stops = wire_frames(capture)
         stop = stops[np.clip(np.searchsorted(starts, frames["offset"]), 0, len(stops) - 1)]
@@ -138,7 +131,7 @@ def _lost(good: np.ndarray, boot: np.ndarray, t_s: np.ndarray) -> dict[int, dict
 
 
 def _clock_windows(
-    decoded: Decoded, boot_starts: np.ndarray, host_ppm: dict[int, float], t_s: np.ndarray
+    decoded: Decoded, starts: np.ndarray, host_ppm: dict[int, float], t_s: np.ndarray
 ) -> dict[int, list[list[float]]]:
     """Per node: ``[t_s, offset_us, ppm]`` per window (the capture's time, the node's
     offset from the hub at it, its rate: against the host where known)."""
@@ -147,7 +140,7 @@ def _clock_windows(
     if sync is None or not len(sync):
         return out
     sync_t = t_s[np.searchsorted(decoded.frames["offset"], sync["offset"])]
-    boot = np.searchsorted(boot_starts, sync["offset"], side="right")
+    boot = np.searchsorted(starts, sync["offset"], side="right")
     for b in np.unique(boot).tolist():
         mine, mine_t = sync[boot == b], sync_t[boot == b]
         hub = unwrap_u32(mine["t_us"])
@@ -231,9 +224,10 @@ def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, A
     """Everything ``stats`` reports, JSON-ready; ``problems`` names what is wrong in words."""
     decoded = decode_capture(capture)
     frames = decoded.frames
-    boot_starts, reboots = _boots(decoded)
-    boot = np.searchsorted(boot_starts, frames["offset"], side="right")
-    t_s = _times_s(frames, capture, rx, boot)
+    starts = boot_starts(decoded)
+    reboots = _reboots(decoded, starts)
+    boot = np.searchsorted(starts, frames["offset"], side="right")
+    t_s = _times_s(decoded, capture, rx)
     has_host = rx is not None and len(rx) > 0
     good = np.isin(frames["status"], (OK, DUPLICATE, UNKNOWN))
     span = float(np.ptp(t_s[good])) if good.any() else 0.0
@@ -254,7 +248,7 @@ def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, A
         )  # fmt: skip
 
     host_ppm = _hub_vs_host(decoded, t_s, boot) if has_host else {}
-    clocks = _clock_windows(decoded, boot_starts, host_ppm, t_s)
+    clocks = _clock_windows(decoded, starts, host_ppm, t_s)
     lost = _lost(frames[good], boot[good], t_s[good])
     retx = frames[good & ((frames["flags"] & FLAG_RETRANSMISSION) != 0)]
     per_type = _per_type(frames, t_s, boot, span)

@@ -10,7 +10,7 @@ recording has one, else the hub's: the unwrapped ``t_us`` of the latest hub
 frame at or before it on the wire (the hub stamps several frames a second,
 so that is the hub clock when the frame arrived, to within the gap between
 two hub frames).  A hub reboot restarts the hub clock at an arbitrary value:
-hub times are only ordered within one boot.
+each boot's hub times are carried on from where the last boot's ended.
 
 Frames are the runs between ``0x00`` delimiters, so a bad frame is a frame
 here too; bytes after the last delimiter are an unfinished frame and left
@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from protocol.decoder import Decoded, decode_capture
 
 from ..recorder import SentFrame, read_rx_times, read_sent
 
@@ -71,18 +73,39 @@ def unwrap_u32(t: np.ndarray) -> np.ndarray:
     return t
 
 
-def hub_clock_at(frames: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The hub's unwrapped clock (µs) at each capture position: its latest frame's stamp.
+def boot_starts(decoded: Decoded) -> np.ndarray:
+    """Capture offsets where each boot after the first starts: a HELLO with a new
+    ``boot_id`` (the repeat after a REQUEST_HELLO keeps its id: not a reboot)."""
+    hello = decoded.tables.get("HELLO")
+    if hello is None or not len(hello):
+        return np.zeros(0, np.int64)
+    ids = hello["boot_id"]
+    return hello["offset"][np.flatnonzero(ids[1:] != ids[:-1]) + 1].astype(np.int64)
 
-    ``frames`` is the decoder's frame table of the capture.  Positions before
-    the first hub frame take that first stamp; a capture without one gives zeros.
+
+def hub_clock_at(decoded: Decoded, positions: np.ndarray) -> np.ndarray:
+    """The hub's clock (µs) at each capture position: its latest frame's stamp.
+
+    Unwrapped, from 0 at the first hub frame, and each boot carried on from
+    where the last one ended (a reboot restarts the hub clock at an arbitrary
+    value), so the result never steps back by more than the hub's own frames
+    do.  Positions before the first hub frame take 0; a capture without one
+    gives zeros.
     """
     from protocol.kernels import DUPLICATE, OK
 
+    frames = decoded.frames
     hub = frames[np.isin(frames["status"], (OK, DUPLICATE)) & (frames["node"] == 0)]
     if not len(hub):
         return np.zeros(len(positions), np.int64)
-    t = unwrap_u32(hub["t_us"])
+    boot = np.searchsorted(boot_starts(decoded), hub["offset"], side="right")
+    t = np.empty(len(hub), np.int64)
+    carried = 0
+    for b in np.unique(boot).tolist():
+        mine = boot == b
+        stamps = unwrap_u32(hub["t_us"][mine])
+        t[mine] = stamps - stamps[0] + carried
+        carried = int(t[mine][-1])
     at = np.searchsorted(hub["offset"], positions, side="right") - 1
     return t[np.maximum(at, 0)]
 
@@ -104,11 +127,9 @@ def load(path: str | Path, data: bytes | None = None) -> Recording:
         host_t = np.array([s.host_ns for s in sent], np.int64)
         clock = HOST_CLOCK
     else:
-        from protocol.decoder import decode_capture
-
-        frames = decode_capture(capture).frames
-        table_t = hub_clock_at(frames, start) * 1000
-        host_t = hub_clock_at(frames, np.maximum(sent_at - 1, 0)) * 1000
+        decoded = decode_capture(capture)
+        table_t = hub_clock_at(decoded, start) * 1000
+        host_t = hub_clock_at(decoded, np.maximum(sent_at - 1, 0)) * 1000
         clock = HUB_CLOCK
     # In time order; a host frame sent at the instant a chunk arrived comes after it.
     host = np.concatenate([np.zeros(len(start), bool), np.ones(len(sent), bool)])
