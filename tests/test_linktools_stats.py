@@ -144,9 +144,14 @@ def last_tx_dropped(capture: Path, before: int) -> int:
     return [x["fields"]["tx_dropped"] for x in lines if x["offset"] < before][-1]
 
 
-def test_the_stall_is_named(report: dict[str, Any]) -> None:
+def test_the_stall_is_named(
+    report: dict[str, Any], faulty: tuple[Path, np.ndarray, dict[str, Any]]
+) -> None:
     stalled = [t for t in problems(report) if t.startswith("no HEARTBEAT for")]
     assert len(stalled) == 1 and 3.0 <= float(stalled[0].split()[3]) < 4.5
+    dropped = last_tx_dropped(faulty[0], problems(report)["hub rebooted 1 time"]["offsets"][0])
+    said = f"the hub counted {dropped} frames dropped for lack of buffer (a stalled link)"
+    assert said in problems(report)
 
 
 def test_png_draws_drift_and_loss(

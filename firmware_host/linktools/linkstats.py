@@ -220,6 +220,26 @@ def _per_type(
     return out
 
 
+def _hub_counts(decoded: Decoded, boot: np.ndarray) -> list[Found]:
+    """What the hub counted itself (HEARTBEAT, saturating, per boot): bad frames it got
+    from the host (the cable's other direction) and frames it dropped for lack of buffer."""
+    beats = decoded.tables.get("HEARTBEAT")
+    if beats is None or not len(beats):
+        return []
+    starts = np.searchsorted(decoded.frames["offset"], beats["offset"])
+    their_boot = boot[starts]
+    found = []
+    for name, what in (
+        ("rx_bad", "bad frames from the host (the host-to-hub direction)"),
+        ("tx_dropped", "frames dropped for lack of buffer (a stalled link)"),
+    ):
+        total = sum(int(beats[name][their_boot == b].max()) for b in np.unique(their_boot))
+        if total:
+            first = int(beats["offset"][np.flatnonzero(beats[name])[0]])
+            found.append(Found(f"the hub counted {total} {what}", total, [first]))
+    return found
+
+
 def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, Any]:
     """Everything ``stats`` reports, JSON-ready; ``problems`` names what is wrong in words."""
     decoded = decode_capture(capture)
@@ -235,9 +255,10 @@ def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, A
 
     bad: dict[str, dict[str, Any]] = {}
     for status in np.unique(frames["status"][frames["status"] >= BAD_COBS]).tolist():
-        offsets = frames["offset"][frames["status"] == status].astype(int).tolist()
+        mine = frames["status"] == status
+        offsets = frames["offset"][mine].astype(int).tolist()
         reason = STATUS_NAMES[status]
-        bad[reason] = {"count": len(offsets), "offsets": offsets}
+        bad[reason] = {"count": len(offsets), "offsets": offsets, "times_s": t_s[mine].tolist()}
         problems.append(
             Found(f"{plural(len(offsets), 'bad frame')} ({reason})", len(offsets), offsets)
         )
@@ -288,6 +309,7 @@ def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, A
         if node in latency:
             entry["latency"] = latency[node]
         nodes[str(node)] = entry
+    problems += _hub_counts(decoded, boot)
     beats = per_type.get(0, {}).get("HEARTBEAT")
     if beats and beats["max_gap_s"] > HEARTBEAT_GAP_S:
         problems.append(
