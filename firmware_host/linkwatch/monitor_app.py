@@ -251,25 +251,33 @@ def run_view(
     state: ViewState,
     on_pause: Callable[[bool], None] = lambda paused: None,
 ) -> None:
-    """Draw until 'q' (or Ctrl-C); ``on_pause`` lets a capture player stop its clock."""
+    """Draw until 'q' (or Ctrl-C); ``on_pause`` lets a capture player stop its clock.
+
+    The last view is printed again on the normal screen as it ends: what the
+    link looked like stays in the terminal (and is the output when stdout is
+    not a terminal at all, e.g. piped into a file).
+    """
     console = Console()
     snap = snapshot()
-    with KeyReader() as reader, Live(console=console, screen=True, auto_refresh=False) as live:
-        while True:
-            try:
-                keys = [reader.keys.get(timeout=1 / REFRESH_HZ)]
-                while not reader.keys.empty():
-                    keys.append(reader.keys.get())
-            except queue.Empty:
-                keys = []
-            for ch in keys:
-                action = state.key(ch)
-                if action == "quit":
-                    return
-                if action == "pause":
-                    state.paused = not state.paused
-                    on_pause(state.paused)
-            if not state.paused:
-                snap = snapshot()
-            _follow_terminal(console)
-            live.update(render(snap, state, console.size.width), refresh=True)
+    try:
+        with KeyReader() as reader, Live(console=console, screen=True, auto_refresh=False) as live:
+            while True:
+                try:
+                    keys = [reader.keys.get(timeout=1 / REFRESH_HZ)]
+                    while not reader.keys.empty():
+                        keys.append(reader.keys.get())
+                except queue.Empty:
+                    keys = []
+                for ch in keys:
+                    action = state.key(ch)
+                    if action == "quit":
+                        return
+                    if action == "pause":
+                        state.paused = not state.paused
+                        on_pause(state.paused)
+                if not state.paused:
+                    snap = snapshot()
+                _follow_terminal(console)
+                live.update(render(snap, state, console.size.width), refresh=True)
+    finally:
+        console.print(render(snapshot() if not state.paused else snap, state, console.size.width))
