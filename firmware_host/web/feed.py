@@ -19,6 +19,8 @@ from typing import Any
 
 from rules import indicator_for
 
+from ..liveview import match_state
+
 KEEP_VERDICTS = 20  # the page lists the last ones
 KEEP_SHOTS = 50  # shots kept for their pictures
 QUEUE = 256  # messages a slow browser may fall behind by
@@ -55,11 +57,7 @@ class LiveFeed:
             if lamp is not None:
                 self._lamp = {"state": lamp.state, "rule": lamp.rule, "t_us": line["t_us"]}
             if state is not None:
-                self._state = {
-                    "frame": state.frame,
-                    "to_play": state.to_play,
-                    "pocketed": {str(p): len(b) for p, b in state.pocketed.items()},
-                }
+                self._state = match_state(state)
             message = {"line": line, "lamp": self._lamp, "state": self._state}
         self._send(message)
 
