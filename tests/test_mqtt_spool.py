@@ -19,7 +19,9 @@ def test_messages_come_out_in_order_and_leave_when_acknowledged(tmp_path):
     spool.put([message("club/t/verdict", n, KEEP) for n in range(10)])
     rows = spool.after(0, 4)
     assert [json.loads(r.payload)["n"] for r in rows] == [0, 1, 2, 3]
-    assert [json.loads(r.payload)["n"] for r in spool.after(rows[-1].seq, 100)] == list(range(4, 10))
+    assert [json.loads(r.payload)["n"] for r in spool.after(rows[-1].seq, 100)] == list(
+        range(4, 10)
+    )
     spool.done([rows[0].seq, rows[1].seq])
     assert spool.rows == 8 and json.loads(spool.after(0, 1)[0].payload)["n"] == 2
 
@@ -86,7 +88,7 @@ def test_broker_urls(text, host, port, tls, user):
     "text", ["http://hall", "mqtt://", "mqtt://hall:0", "mqtt://hall:99999", "mqtt://h/x", "hall"]
 )
 def test_bad_broker_urls_say_why(text):
-    with pytest.raises(ValueError, match="mqtt://HOST"):
+    with pytest.raises(ValueError, match="mqtt://HOST|the port must be"):
         broker_url(text)
 
 

@@ -8,6 +8,7 @@ messages of persistent subscribers, as a hall's broker does.
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import socket
@@ -40,10 +41,12 @@ class Mosquitto:
             raise FileNotFoundError("mosquitto is not installed (apt-get install mosquitto)")
         self.binary = path
         self.folder = Path(folder or tempfile.mkdtemp(prefix="mosquitto-"))
+        self.folder.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.config = self.folder / "mosquitto.conf"
         self.config.write_text(
             f"listener {self.port} 127.0.0.1\n"
+            f"user {getpass.getuser()}\n"  # as root it would drop to `mosquitto`: no files
             "allow_anonymous true\n"
             "persistence true\n"
             f"persistence_location {self.folder}/\n"
