@@ -37,7 +37,7 @@ class Subscriber:
     def lines(self, table: str) -> list[dict]:
         """The verdict topic's lines, as the daemon printed them (without the broker's keys)."""
         return [
-            {k: v for k, v in m.items() if k not in ("msg_id", "received_unix")}
+            {k: v for k, v in m.items() if k not in ("msg_id", "at_unix", "received_unix")}
             for t, kind, m in list(self.messages)
             if t == table and kind == "verdict"
         ]

@@ -169,13 +169,42 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_broker_arguments(group: Any, url_help: str) -> None:
+    """--mqtt and how to log in to the broker: shared by run and club."""
+    group.add_argument("--mqtt", type=mqtt_url, metavar="URL", help=url_help)
+    group.add_argument("--mqtt-username", metavar="NAME", help="the broker user")
+    group.add_argument(
+        "--mqtt-password",
+        metavar="TEXT",
+        help="the broker password (better in the config file: a command line is public)",
+    )
+    group.add_argument(
+        "--mqtt-ca", metavar="FILE", help="the CA certificate that signed the broker"
+    )
+    group.add_argument("--mqtt-cert", metavar="FILE", help="a client certificate (TLS)")
+    group.add_argument("--mqtt-key", metavar="FILE", help="the client certificate's private key")
+
+
+def broker_settings(args: argparse.Namespace) -> tuple[Any, str | None, Any]:
+    """The broker's URL (with --mqtt-username), the password and the TLS files, checked."""
+    from ..mqtt.publisher import Tls
+    from ..mqtt.topics import broker_url
+
+    for option in ("mqtt_ca", "mqtt_cert", "mqtt_key"):
+        path = getattr(args, option)
+        if path is not None and not os.access(path, os.R_OK):
+            raise UsageError(f"--{option.replace('_', '-')} {path}: cannot read it")
+    url = broker_url(args.mqtt)
+    if args.mqtt_username:
+        url = type(url)(url.host, url.port, url.tls, args.mqtt_username, url.password)
+    return url, args.mqtt_password, Tls(args.mqtt_ca, args.mqtt_cert, args.mqtt_key)
+
+
 def add_mqtt_arguments(parser: argparse.ArgumentParser) -> None:
     club = parser.add_argument_group("the club's broker (docs/club.md)")
-    club.add_argument(
-        "--mqtt",
-        type=mqtt_url,
-        metavar="URL",
-        help="publish verdicts, events, the lamp, state and health to this MQTT broker: "
+    add_broker_arguments(
+        club,
+        "publish verdicts, events, the lamp, state and health to this MQTT broker: "
         "mqtt://HOST[:PORT] (default port 1883) or mqtts:// (TLS, 8883); needs --table",
     )
     club.add_argument(
@@ -185,15 +214,6 @@ def add_mqtt_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="this table's name: its topics are club/ID/... (no / + or #)",
     )
-    club.add_argument("--mqtt-username", metavar="NAME", help="the broker user (per table)")
-    club.add_argument(
-        "--mqtt-password",
-        metavar="TEXT",
-        help="the broker password (better in the config file: a command line is public)",
-    )
-    club.add_argument("--mqtt-ca", metavar="FILE", help="the CA certificate that signed the broker")
-    club.add_argument("--mqtt-cert", metavar="FILE", help="this table's client certificate (TLS)")
-    club.add_argument("--mqtt-key", metavar="FILE", help="the client certificate's private key")
     club.add_argument(
         "--mqtt-spool",
         metavar="FILE",
@@ -594,9 +614,9 @@ def _health(daemon: Any, status: str | None, record: Any, *feeds: Any) -> Any:
 def _mqtt(args: argparse.Namespace, daemon: Any, server: Any) -> Any:
     """The table on the club's broker: a publisher thread, its spool, the daemon's sinks."""
     try:
-        from ..mqtt.publisher import TablePublisher, Tls, default_spool
+        from ..mqtt.publisher import TablePublisher, default_spool
         from ..mqtt.spool import Spool
-        from ..mqtt.topics import broker_url, check_table
+        from ..mqtt.topics import check_table
     except ModuleNotFoundError as exc:
         raise UsageError(f"--mqtt needs {exc.name}: pip install -e '.[mqtt]'") from None
     import sqlite3
@@ -607,10 +627,7 @@ def _mqtt(args: argparse.Namespace, daemon: Any, server: Any) -> Any:
         table = check_table(args.table_id)
     except ValueError as exc:
         raise UsageError(f"--table {exc}") from None
-    for option in ("mqtt_ca", "mqtt_cert", "mqtt_key"):
-        path = getattr(args, option)
-        if path is not None and not os.access(path, os.R_OK):
-            raise UsageError(f"--{option.replace('_', '-')} {path}: cannot read it")
+    url, password, tls = broker_settings(args)
     spool_path = args.mqtt_spool or default_spool(table)
     try:
         spool = Spool(spool_path, args.mqtt_spool_max)
@@ -620,15 +637,12 @@ def _mqtt(args: argparse.Namespace, daemon: Any, server: Any) -> Any:
     if server is not None:
         host = server.host if server.host not in ("0.0.0.0", "::", "") else _hostname()
         web = f"http://{host}:{server.port}/"
-    url = broker_url(args.mqtt)
-    if args.mqtt_username:
-        url = type(url)(url.host, url.port, url.tls, args.mqtt_username, url.password)
     publisher = TablePublisher(
         url,
         table,
         spool,
-        password=args.mqtt_password,
-        tls=Tls(args.mqtt_ca, args.mqtt_cert, args.mqtt_key),
+        password=password,
+        tls=tls,
         web=web,
         press=getattr(daemon, "press", None),
         token=getattr(args, "referee", None),

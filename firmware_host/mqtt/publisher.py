@@ -130,7 +130,7 @@ class TablePublisher:
 
     def line(self, line: dict[str, Any], state: dict[str, Any] | None, lamp: Any) -> None:
         """A verdict or notice; the match state after it; the lamp it set (or None)."""
-        self._inbox.put(("msg", "verdict", line, False, KEEP))
+        self._inbox.put(("msg", "verdict", line, False, KEEP, time.time()))
         if lamp is not None:
             self.lamp(lamp.state, lamp.rule, line["t_us"])
         if line.get("kind") == "verdict":
@@ -143,21 +143,21 @@ class TablePublisher:
             "web": self.web,
             "t_us": line["t_us"],
         }
-        self._inbox.put(("msg", "state", retained, True, LATEST))
+        self._inbox.put(("msg", "state", retained, True, LATEST, time.time()))
 
     def event(self, event: dict[str, Any]) -> None:
-        self._inbox.put(("msg", "event", event, False, DROPPABLE))
+        self._inbox.put(("msg", "event", event, False, DROPPABLE, time.time()))
         if event["type"] == "shot_start":
             self.lamp("ready", None, event["t_us"])
 
     def lamp(self, state: str, rule: Any, t_us: int) -> None:
         self._lamp = {"state": state, "rule": rule, "t_us": t_us}
-        self._inbox.put(("msg", "lamp", self._lamp, False, DROPPABLE))
+        self._inbox.put(("msg", "lamp", self._lamp, False, DROPPABLE, time.time()))
 
     def health(self, status: dict[str, Any], problems: list[str]) -> None:
         """The 1 Hz health (service/health.py), with this publisher's own counters."""
         health = {**status, "problems": problems, "web": self.web, "mqtt": self.counters()}
-        self._inbox.put(("msg", "health", health, False, LATEST))
+        self._inbox.put(("msg", "health", health, False, LATEST, time.time()))
 
     def counters(self) -> dict[str, Any]:
         return {
@@ -238,8 +238,9 @@ class TablePublisher:
         for item in items:
             what = item[0]
             if what == "msg":
-                _, kind, obj, retain, policy = item
-                batch.append((self._topic(kind), dumps(obj, separators=(",", ":")), retain, policy))
+                _, kind, obj, retain, policy, at = item
+                payload = with_key(dumps(obj, separators=(",", ":")), "at_unix", f"{at:.6f}")
+                batch.append((self._topic(kind), payload, retain, policy))
             elif what == "ack":
                 seq = self._inflight.pop(item[1], None)
                 if seq is not None:
@@ -263,7 +264,7 @@ class TablePublisher:
             return
         for row in self.spool.after(self._handed, free):
             msg_id = self.spool.message_id(row.seq)
-            payload = f'{row.payload[:-1]},"msg_id":"{msg_id}"}}'
+            payload = with_key(row.payload, "msg_id", f'"{msg_id}"')
             info = self.client.publish(row.topic, payload, qos=1, retain=row.retain)
             self._inflight[info.mid] = row.seq
             self._handed = row.seq
@@ -298,6 +299,16 @@ class TablePublisher:
         self.spool.remember_command(command_id, dumps(result))
         log.info("referee command %s over the broker: %s", command_id, result)
         return result
+
+
+def with_key(obj: str, key: str, value: str) -> str:
+    """One more key in a JSON object's text, without parsing it again.
+
+    >>> with_key('{"a":1}', "b", "2"), with_key("{}", "b", "2")
+    ('{"a":1,"b":2}', '{"b":2}')
+    """
+    body = obj[1:-1]
+    return f'{{{body}{"," if body else ""}"{key}":{value}}}'
 
 
 def _bad_command(command: dict[str, Any]) -> str | None:

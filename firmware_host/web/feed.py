@@ -26,15 +26,39 @@ KEEP_SHOTS = 50  # shots kept for their pictures
 QUEUE = 256  # messages a slow browser may fall behind by
 
 
-class LiveFeed:
+class Broadcast:
+    """Messages to every browser's event stream, from any thread, never waiting (see above)."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._clients: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[str]]] = []
+
+    def subscribe(self) -> asyncio.Queue[str]:
+        queue: asyncio.Queue[str] = asyncio.Queue(QUEUE)
+        with self._lock:
+            self._clients.append((asyncio.get_running_loop(), queue))
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+        with self._lock:
+            self._clients = [(lp, q) for lp, q in self._clients if q is not queue]
+
+    def _send(self, message: dict[str, Any]) -> None:
+        text = json.dumps({**message, "sent_unix": time.time()}, separators=(",", ":"))
+        with self._lock:
+            clients = list(self._clients)
+        for loop, queue in clients:
+            loop.call_soon_threadsafe(_put, queue, text)
+
+
+class LiveFeed(Broadcast):
+    def __init__(self) -> None:
+        super().__init__()
         self._verdicts: deque[dict[str, Any]] = deque(maxlen=KEEP_VERDICTS)
         self._lamp: dict[str, Any] | None = None
         self._state: dict[str, Any] | None = None
         self._health: dict[str, Any] | None = None
         self._shot_events: dict[int, list[dict[str, Any]]] = {}
-        self._clients: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[str]]] = []
 
     # -- from the pipeline thread --------------------------------------------------------
 
@@ -90,26 +114,9 @@ class LiveFeed:
             final = [v for v in self._verdicts if v.get("shot") == shot and not v.get("early")]
         return final[-1] if final else None
 
-    def subscribe(self) -> asyncio.Queue[str]:
-        queue: asyncio.Queue[str] = asyncio.Queue(QUEUE)
-        with self._lock:
-            self._clients.append((asyncio.get_running_loop(), queue))
-        return queue
-
-    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
-        with self._lock:
-            self._clients = [(lp, q) for lp, q in self._clients if q is not queue]
-
     def health_now(self) -> dict[str, Any] | None:
         with self._lock:
             return copy.deepcopy(self._health)
-
-    def _send(self, message: dict[str, Any]) -> None:
-        text = json.dumps({**message, "sent_unix": time.time()}, separators=(",", ":"))
-        with self._lock:
-            clients = list(self._clients)
-        for loop, queue in clients:
-            loop.call_soon_threadsafe(_put, queue, text)
 
 
 def _put(queue: asyncio.Queue[str], text: str) -> None:

@@ -6,7 +6,7 @@ run beside it, and nothing of it on the refereeing path (the pipeline thread
 only calls :class:`~.feed.LiveFeed`, which never waits).  Every asset is
 served from the package: a club's network may have no internet.
 
-* ``/``: the page (``page.html``);
+* ``/``: the page (``page.html``), ``/style.css`` its look (shared with the club page);
 * ``/events``: server-sent events, a snapshot first, then each change;
 * ``/healthz``: the daemon's health (``firmware-host status``'s facts and
   problems), 200 when healthy, 503 when degraded or not known yet;
@@ -33,6 +33,11 @@ KEEPALIVE_S = 15.0
 
 
 class WebServer:
+    """The server and its thread; a subclass serves another page from the same parts (the
+    club page: ``mqtt/club_page.py``)."""
+
+    PAGE = (__package__, "page.html")  # (package, file) of the page at /
+
     def __init__(self, feed: LiveFeed, host: str, port: int) -> None:
         self.feed = feed
         self.host = host
@@ -44,6 +49,7 @@ class WebServer:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/", self.page)
+        app.router.add_get("/style.css", self.style)
         app.router.add_get("/events", self.events)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/shot/{number:\\d+}.svg", self.shot)
@@ -83,8 +89,14 @@ class WebServer:
             self._thread.join(5)
 
     async def page(self, request: web.Request) -> web.Response:
-        text = resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
+        package, name = self.PAGE
+        text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
         return web.Response(text=text, content_type="text/html")
+
+    async def style(self, request: web.Request) -> web.Response:
+        """The look the live page and the club page share."""
+        text = resources.files(__package__).joinpath("style.css").read_text(encoding="utf-8")
+        return web.Response(text=text, content_type="text/css")
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(
