@@ -30,9 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--web",
         type=web_address,
-        default=("127.0.0.1", 8090),
+        default="127.0.0.1:8090",
         metavar="[HOST:]PORT",
-        help="serve the page on HOST (default 127.0.0.1) and PORT (0: any free one; default 8090)",
+        help="serve the page on HOST (127.0.0.1 when left out) and PORT (0: any free one; "
+        "default %(default)s)",
     )
     parser.add_argument(
         "--client-id",
