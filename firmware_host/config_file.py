@@ -42,7 +42,7 @@ class Key:
     ``check`` is for a key no option carries (it takes the TOML value and
     returns the setting, or raises ``argparse.ArgumentTypeError``); without
     it the option with this ``dest`` checks the value.  ``secret``: shown as
-    ``***`` by ``config check`` (a future ``[web] token``).  ``example``:
+    ``***`` by ``config check`` (``[referee] token``).  ``example``:
     TOML text for ``config example`` where the setting has no default.
     """
 
@@ -70,6 +70,7 @@ KEYS: tuple[Key, ...] = (
     Key("recording", "keep_days", "record_keep_days", example="30"),
     Key("recording", "keep_gb", "record_keep_gb", example="20"),
     Key("web", "address", "web", example='"0.0.0.0:8080"'),
+    Key("referee", "token", "referee_token", secret=True, example='"change-me-to-a-secret"'),
     Key("service", "status", "status", example='"/var/lib/firmware-host/status.json"'),
     Key("virtual", "scenario", "scenario", example='"double_hit"'),
     Key("virtual", "seed", "seed"),

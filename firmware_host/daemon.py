@@ -25,8 +25,9 @@ from rules import RulesConfig, indicator_for
 
 from .command_link import CommandLink, HealthChange, LinkHealth
 from .engine import AckSniffer, Compiled, Engine, Outcome
-from .pipeline import Step
+from .pipeline import Step, check_press
 from .recorder import CaptureRecorder
+from .release_lag import SENSED, ReleaseLag
 from .transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class DaemonStats:
     indicator_failures: int = 0
     record_lost: int = 0  # bytes read but not recorded (disk full, ...): logged, refereeing went on
     decoder: dict[str, Any] = field(default_factory=dict)
+    release_lag: ReleaseLag = field(default_factory=ReleaseLag)  # compiled pipeline only
     losses: dict[str, int] = field(default_factory=dict)  # timing core and fusion (EventStream)
 
 
@@ -83,6 +85,8 @@ class Daemon:
         )
         self.on_event = on_event or (lambda event: None)
         self.on_line = on_line or (lambda line: None)
+        #: where the tracker sees the balls, each time a read brings a tracker frame (the page)
+        self.on_balls: Callable[[dict[str, list[float]]], None] = lambda balls: None
         self.stats = DaemonStats()
         # Called with the host clock (ns) on every turn of the pipeline thread's loop, at
         # least every TICK_S: a watchdog ping from here stops when the pipeline stalls.
@@ -93,6 +97,7 @@ class Daemon:
         self.indicator_ok = True  # False from a lamp command never acknowledged to the next ACK
         self.last_verdict: dict[str, Any] | None = None
         self._hello_wanted = threading.Event()
+        self._presses: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
         self.connected = threading.Event()  # set while the port is open
         self._chunks: queue.SimpleQueue[Chunk] | None = None
         self._sniffer: AckSniffer | None = None
@@ -169,6 +174,7 @@ class Daemon:
                 # Nothing read is lost: judge what the port delivered before the stop.
                 for _ in range(chunks.qsize()):
                     self._take(chunks.get_nowait(), recorder)
+                self._take_presses()
                 abandoning = abandon is not None and abandon.is_set()
                 if not (hang_up and getattr(self.engine, "behind", False)):
                     self._apply(self.engine.finish(abandoning))
@@ -183,7 +189,23 @@ class Daemon:
         self.stats.losses = self.engine.losses()
         return self.stats
 
+    def press(self, key: str, arg: int = 0, *, source: str = "page") -> None:
+        """A referee's key from outside the table (the page, the broker), as the keypad's.
+
+        Any thread may call it; a bad key or arg is a ValueError here, at
+        once.  The pipeline thread judges it on its next turn (within
+        ``TICK_S``), exactly as a KEYPAD frame at that instant.
+        """
+        self._presses.put((*check_press(key, arg), source))
+
+    def _take_presses(self) -> None:
+        while not self._presses.empty():
+            key, arg, source = self._presses.get_nowait()
+            log.info("referee (%s): %s %d", source, key, arg)
+            self._apply(self.engine.press(key, arg, time.monotonic_ns()))
+
     def _turn(self, chunks: queue.SimpleQueue, recorder: CaptureRecorder | None) -> None:
+        self._take_presses()
         if self._hello_wanted.is_set():
             # Joined mid-stream (or the cable came back): ask who the table is.
             self._hello_wanted.clear()
@@ -216,6 +238,8 @@ class Daemon:
                 now = time.monotonic_ns()
                 self.heard_ns.update(dict.fromkeys(outcome.nodes, now))
             self._frames(outcome.tables)
+            if outcome.balls is not None:
+                self.on_balls(outcome.balls)
             self._report_bad(outcome)
             self._publish(outcome.step)
             self._report_losses(outcome)
@@ -295,7 +319,13 @@ class Daemon:
             self._losses_seen, self._losses_reported_at = losses, now
 
     def _publish(self, step: Step) -> None:
+        pipeline = self.pipeline
+        hub_now = None
+        if pipeline is not None and step.events:
+            hub_now = pipeline.events.timeline.hub_time_at(time.monotonic_ns())
         for event in step.events:
+            if hub_now is not None and event["type"] in SENSED:
+                self.stats.release_lag.add((hub_now - event["t_us"]) / 1000)
             self.stats.events += 1
             self.on_event(event)
             if event["type"] == "shot_start":

@@ -43,8 +43,9 @@ log = logging.getLogger(__name__)
 #: Decoded frames the daemon itself acts on (the command link, the log).
 HOST_TABLES = ("ACK", "HELLO", "NODE_STATUS", "LOG")
 COLD_TICK_S = 0.02  # a tick op at most this often while interpreted (every op is kept)
-FEED, TICK, FLUSH = "feed", "tick", "flush"
-Op = tuple[Any, ...]  # (FEED, data, host_rx_ns) | (TICK, host_now_ns) | (FLUSH,)
+FEED, TICK, FLUSH, PRESS = "feed", "tick", "flush", "press"
+#: (FEED, data, host_rx_ns) | (TICK, host_now_ns) | (FLUSH,) | (PRESS, key, arg, host_now_ns)
+Op = tuple[Any, ...]
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Outcome:
     losses: dict[str, int] | None = None
     decoder_stats: dict[str, Any] | None = None  # the decoder's totals (with the FLUSH outcome)
     nodes: tuple[int, ...] = ()  # the nodes a good frame came from in this op (health)
+    balls: dict[str, list[float]] | None = None  # the op's last tracker frame (the live page)
 
 
 def heard_from(decoded: Any) -> tuple[int, ...]:
@@ -79,9 +81,26 @@ def heard_from(decoded: Any) -> tuple[int, ...]:
     return tuple(int(n) for n in np.unique(np.concatenate(nodes)))
 
 
+def latest_balls(decoded: Any) -> dict[str, list[float]] | None:
+    """Where the tracker saw the balls in a feed's last BALL_TRACK frame (mm; ``None``: none).
+
+    One small dict per feed, whatever the frame rate: the live page draws
+    the table from it, and nothing else on the refereeing path looks at it.
+    """
+    track = decoded.tables.get("BALL_TRACK")
+    if track is None or not len(track):
+        return None
+    last = track[-1]
+    return {
+        str(int(b["ball"])): [int(b["x"]) / 10, int(b["y"]) / 10, int(b["state"])]
+        for b in last["balls"][: int(last["count"])]
+    }
+
+
 class Engine(Protocol):
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]: ...
     def idle(self, host_now_ns: int) -> list[Outcome]: ...
+    def press(self, key: str, arg: int, host_now_ns: int) -> list[Outcome]: ...
     def finish(self, abandon: bool = False) -> list[Outcome]: ...
     def decoder_stats(self) -> dict[str, Any]: ...
     def losses(self) -> dict[str, int]: ...
@@ -100,13 +119,17 @@ class Compiled:
         pipe = self.pipeline
         tables: dict[str, Any] = {}
         nodes: tuple[int, ...] = ()
+        balls = None
         if op[0] == FEED:
             decoded = pipe.decoder.feed(op[1])
             tables = {k: v for k, v in decoded.tables.items() if k in HOST_TABLES}
             nodes = heard_from(decoded)
+            balls = latest_balls(decoded)
             step = pipe.feed_decoded(decoded, op[2])
         elif op[0] == TICK:
             step = pipe.tick(op[1])
+        elif op[0] == PRESS:
+            step = pipe.press(op[1], op[2], op[3])
         else:
             step = pipe.flush()
         bad_total = pipe.decoder.bad_total
@@ -121,6 +144,7 @@ class Compiled:
             pipe.events.losses(),
             vars(pipe.decoder.stats()) if op[0] == FLUSH else None,
             nodes,
+            balls,
         )
 
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:
@@ -128,6 +152,9 @@ class Compiled:
 
     def idle(self, host_now_ns: int) -> list[Outcome]:
         return [Outcome(step=self.pipeline.tick(host_now_ns))]
+
+    def press(self, key: str, arg: int, host_now_ns: int) -> list[Outcome]:
+        return [self.apply((PRESS, key, arg, host_now_ns))]
 
     def finish(self, abandon: bool = False) -> list[Outcome]:
         return [self.apply((FLUSH,))]
@@ -286,6 +313,13 @@ class ColdStart:
             ):
                 self._send((TICK, host_now_ns))
         return out
+
+    def press(self, key: str, arg: int, host_now_ns: int) -> list[Outcome]:
+        if self.compiled is not None:
+            return _no_acks(self.compiled.press(key, arg, host_now_ns))
+        self._send_pending(force=True)  # the bytes read before the press come first
+        self._send((PRESS, key, arg, host_now_ns))
+        return self._collect()
 
     def finish(self, abandon: bool = False) -> list[Outcome]:
         """The end of input: the worker's last outcomes (waited for), or the compiled flush.

@@ -10,7 +10,7 @@ time (``docs/startup.md`` has the figures).
 
 Protocol (pickles, in order): stdin carries ``("rules", RulesConfig)``
 first, then the ops of :mod:`.engine` (``("feed", data, host_rx_ns)``,
-``("tick", host_now_ns)``, ``("flush",)``); stdout carries one
+``("tick", host_now_ns)``, ``("press", key, arg, host_now_ns)``, ``("flush",)``); stdout carries one
 :class:`~.engine.Outcome` per op, in the same order.  End of stdin ends the
 worker.  Anything the pipeline writes (numpy's overflow warnings on the
 wrapping unsigned arithmetic the kernels rely on) stays off the pipe.

@@ -14,12 +14,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.catalogue import KEYPAD_KEYS
 from protocol.decoder import Decoded, StreamDecoder
 from rules import Referee, RulesConfig
 
 from .fusion.stream import EventStream
 
 REPLAY_CHUNK = 4096  # what one serial read typically returns
+#: The fouls a referee calls from the page or the broker: the ones no sensor sees (ICD KEYPAD 6)
+REFEREE_FOULS = (15, 16, 17)
+
+
+def check_press(key: str, arg: int = 0) -> tuple[str, int]:
+    """A keypad press from outside the table, checked before it is queued: the caller hears
+    of a bad one at once, in words, instead of the pipeline dropping it later."""
+    if key not in KEYPAD_KEYS.values():
+        raise ValueError(
+            f"key {key!r}: not a keypad key (one of: {', '.join(KEYPAD_KEYS.values())})"
+        )
+    if isinstance(arg, bool) or not isinstance(arg, int) or not 0 <= arg <= 255:
+        raise ValueError(f"arg {arg!r}: not a whole number from 0 to 255")
+    if key == "referee_foul" and arg not in REFEREE_FOULS:
+        raise ValueError(f"arg {arg}: a referee foul names item 15, 16 or 17")
+    if key == "declare_frozen" and not (arg <= 15 or arg == 255):
+        raise ValueError(f"arg {arg}: a ball number 0-15, or 255 for the ball nearest the cue ball")
+    return key, arg
 
 
 @dataclass
@@ -44,6 +63,11 @@ class Pipeline:
     def feed_decoded(self, decoded: Decoded, host_rx_ns: int | None = None) -> Step:
         """The stages after the decoder, for a caller that looks at the frames too."""
         return self._judge(self.events.feed(decoded, host_rx_ns))
+
+    def press(self, key: str, arg: int = 0, host_now_ns: int | None = None) -> Step:
+        """A keypad press from the host (the referee's page, the broker): judged exactly as a
+        KEYPAD frame at that instant would be."""
+        return self._judge(self.events.press(*check_press(key, arg), host_now_ns))
 
     def tick(self, host_now_ns: int) -> Step:
         """No new bytes: release what the host clock says is settled."""

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -62,34 +63,121 @@ class Daemon:
             self.proc.kill()
 
 
-def test_the_page_shows_the_daemons_verdicts_lamp_state_and_health():
+TOKEN = "table-test-token"
+
+
+def post_control(url: str, body: dict, token: str | None) -> tuple[int, dict]:
+    """``POST /control`` as any client on the club's network would send it."""
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(
+        url + "control", json.dumps(body).encode(), headers, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.load(refused)
+
+
+def wait_for(check, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"not seen in {timeout_s} s: {what}")
+
+
+def ball_positions(browser) -> dict[str, list[str]]:
+    """Read in one script: the page redraws the balls 30 times a second."""
+    return browser.execute_script(
+        "const out = {};"
+        "for (const c of document.querySelectorAll('#balls circle'))"
+        "  out[c.dataset.ball] = [c.getAttribute('cx'), c.getAttribute('cy')];"
+        "return out;"
+    )
+
+
+def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_token():
     from selenium.webdriver.common.by import By
 
-    daemon = Daemon("--seed", "3", "--minutes", "1", "--speed", "3")
+    daemon = Daemon("--seed", "3", "--minutes", "2", "--speed", "2", "--referee-token", TOKEN)
     browser = None
     try:
         url = daemon.wait_url()
         browser = chromium()
-        browser.set_window_size(1100, 800)
+        browser.set_window_size(1100, 900)
         browser.get(url)
-        shown: list[dict] = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            items = browser.find_elements(By.CSS_SELECTOR, "#verdicts li[data-line]")
-            shown = [json.loads(li.get_attribute("data-line")) for li in items]
+
+        def shown_verdicts() -> list[dict]:
+            shown = browser.execute_script(
+                "return [...document.querySelectorAll('#verdicts li[data-line]')]"
+                ".map((li) => JSON.parse(li.dataset.line));"
+            )
             final = [v for v in daemon.lines if v.get("kind") == "verdict"]
-            if any(v in final for v in shown) and len(final) >= 2:
-                break
-            time.sleep(0.2)
+            return shown if any(v in final for v in shown) and len(final) >= 2 else []
+
+        shown = wait_for(shown_verdicts, 120, "a verdict equal to the daemon's own line")
         printed = [v for v in daemon.lines if v.get("kind") == "verdict"]
-        assert shown and all(v in printed for v in shown), (shown, printed)
-        lamp = browser.find_element(By.ID, "lamp")
-        assert lamp.get_attribute("class") in ("legal", "foul", "referee", "warning")
-        assert "player" in browser.find_element(By.ID, "state").text
+        assert all(v in printed for v in shown), (shown, printed)
+        cited = browser.find_element(By.CSS_SELECTOR, "#verdicts li[data-line] .words").text
+        assert len(cited) > 40  # the rule's own words, not only its number
+        assert browser.find_element(By.ID, "lamp").get_attribute("class") in (
+            "legal",
+            "foul",
+            "referee",
+            "warning",
+        )
         assert "link up" in browser.find_element(By.ID, "health").text
         with urllib.request.urlopen(url + "healthz", timeout=10) as answer:
             health = json.load(answer)
         assert answer.status == 200 and health["link"] == "up" and health["problems"] == []
+
+        # the balls move on the page while a shot is played
+        before = wait_for(lambda: ball_positions(browser), 30, "balls drawn")
+        wait_for(
+            lambda: any(
+                ball_positions(browser).get(b) not in (None, xy) for b, xy in before.items()
+            ),
+            60,
+            "a ball drawn somewhere else during a shot",
+        )
+
+        # read-only without the token: the API refuses and says why; the page says so too
+        assert post_control(url, {"key": "new_frame"}, None)[0] == 401
+        assert post_control(url, {"key": "new_frame"}, "not-the-token")[0] == 403
+        assert post_control(url, {"key": "explode"}, TOKEN)[0] == 400
+        browser.find_element(By.ID, "token").send_keys("not-the-token")
+        browser.find_element(By.CSS_SELECTOR, "#unlock button").click()
+        browser.find_element(By.CSS_SELECTOR, "#controls button[data-key=new_frame]").click()
+        result = browser.find_element(By.ID, "control-result")
+        wait_for(lambda: "refused (403)" in result.text, 10, "the page saying it was refused")
+        assert not any(line.get("rules") == ["13"] for line in daemon.lines)
+
+        # with the token: "new frame" reaches the referee as the keypad's key would
+        frame = (
+            wait_for(
+                lambda: browser.find_element(By.ID, "state").text.startswith("frame"), 30, "state"
+            )
+            and browser.find_element(By.ID, "state").text.split(",")[0]
+        )
+        token = browser.find_element(By.ID, "token")
+        token.clear()
+        token.send_keys(TOKEN)
+        browser.find_element(By.CSS_SELECTOR, "#unlock button").click()
+        browser.find_element(By.CSS_SELECTOR, "#controls button[data-key=new_frame]").click()
+        wait_for(
+            lambda: browser.find_element(By.ID, "state").text.split(",")[0] != frame,
+            15,
+            "the match state after a new frame",
+        )
+        notices = [line for line in daemon.lines if line.get("rules") == ["13"]]
+        assert len(notices) == 1 and notices[0]["reason"].startswith("frame 2:")
+        refusals = [line for line in daemon.err if "referee control from" in line]
+        assert len(refusals) == 3 and "no token" in refusals[0]
         browser.save_screenshot(str(DOCS_SHOT))
     finally:
         if browser is not None:

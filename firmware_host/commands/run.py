@@ -100,6 +100,20 @@ def mqtt_url(text: str) -> str:
 mqtt_url.takes_text = True  # type: ignore[attr-defined]
 
 
+def referee_token(text: str) -> str:
+    """``--referee-token``: long enough that trying every one is hopeless."""
+    from ..referee_token import MIN_LENGTH
+
+    if len(text) < MIN_LENGTH or not text.isprintable() or text != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_LENGTH} printable characters, without spaces at its ends"
+        )
+    return text
+
+
+referee_token.takes_text = True  # type: ignore[attr-defined]
+
+
 def add_settings(parser: argparse.ArgumentParser) -> None:
     """Every option of run but --config: also what ``config check`` accepts as overrides."""
     add_port_arguments(parser)
@@ -135,6 +149,13 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
         metavar="[HOST:]PORT",
         help="serve the live page on HOST (default 127.0.0.1) and PORT (0: any free one; "
         "docs/web.md)",
+    )
+    parser.add_argument(
+        "--referee-token",
+        type=referee_token,
+        metavar="TOKEN",
+        help="the secret the referee's controls on the page need (at least 6 characters; "
+        "default: a new one, printed once at start)",
     )
     parser.add_argument(
         "--status",
@@ -499,10 +520,12 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
             feed = None
+            edges = args.web is not None or args.mqtt is not None
+            token = _token(args.referee_token) if edges else None  # the controls' token
             if args.web is not None:
-                server, feed = _web(args.web, daemon)
+                server, feed = _web(args.web, daemon, token)
             if args.mqtt is not None:
-                publisher = _mqtt(args, daemon, server)
+                publisher = _mqtt(args, daemon, server, token)
             daemon.on_turn = _health(daemon, args.status, record, feed, publisher).turn
             if earlier:
                 _resume(daemon, earlier)
@@ -559,9 +582,16 @@ def run(args: argparse.Namespace) -> int:
     sys.stderr.write(
         f"firmware-host run: {ended}{summary_text(stats.verdicts, stats.events, stats.bytes)}; "
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
-        f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}\n"
+        f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}; "
+        f"{_lag_text(stats, table is not None and args.speed != 1)}\n"
     )
     return 0
+
+
+def _lag_text(stats: Any, played_fast: bool) -> str:
+    """The live bound, as this run kept it; a virtual table played faster than real time
+    runs its hub clock faster than the host's, so only 1x is timed."""
+    return "release lag timed at --speed 1 only" if played_fast else stats.release_lag.text()
 
 
 def _retention(daemon: Any, record: Any, args: argparse.Namespace, stop: Any) -> None:
@@ -611,7 +641,7 @@ def _health(daemon: Any, status: str | None, record: Any, *feeds: Any) -> Any:
     return HealthMonitor(daemon, status, Notifier(), record, _Healths(wanted) if wanted else None)
 
 
-def _mqtt(args: argparse.Namespace, daemon: Any, server: Any) -> Any:
+def _mqtt(args: argparse.Namespace, daemon: Any, server: Any, token: Any) -> Any:
     """The table on the club's broker: a publisher thread, its spool, the daemon's sinks."""
     try:
         from ..mqtt.publisher import TablePublisher, default_spool
@@ -644,8 +674,8 @@ def _mqtt(args: argparse.Namespace, daemon: Any, server: Any) -> Any:
         password=password,
         tls=tls,
         web=web,
-        press=getattr(daemon, "press", None),
-        token=getattr(args, "referee", None),
+        press=daemon.press,
+        token=token,
     ).start()
     publisher.attach(daemon)
     held = f", {spool.rows} messages queued from before" if spool.rows else ""
@@ -659,8 +689,18 @@ def _hostname() -> str:
     return socket.getfqdn()
 
 
-def _web(address: tuple[str, int], daemon: Any) -> tuple[Any, Any]:
-    """The live page: its server started, the daemon's lines and events fed to it."""
+def _token(given: str | None) -> Any:
+    """The table's referee token: the one given, or a new one said once (docs/web.md)."""
+    from ..referee_token import RefereeToken
+
+    token = RefereeToken(given)
+    if token.generated:
+        _say(f"referee token (for the page's controls; --referee-token sets one): {token.value}")
+    return token
+
+
+def _web(address: tuple[str, int], daemon: Any, token: Any) -> tuple[Any, Any]:
+    """The live page: its server started, the daemon's lines, events and balls fed to it."""
     try:
         from ..web.feed import LiveFeed
         from ..web.server import WebServer
@@ -668,12 +708,13 @@ def _web(address: tuple[str, int], daemon: Any) -> tuple[Any, Any]:
         raise UsageError(f"--web needs {exc.name}: pip install -e '.[web]'") from None
     host, port = address
     feed = LiveFeed()
-    server = WebServer(feed, host, port)
+    server = WebServer(feed, host, port, token, daemon.press)
     try:
         port = server.start()
     except OSError as exc:
         raise UsageError(f"--web {host}:{port}: cannot listen: {exc.strerror or exc}") from None
     daemon.also(lambda line: feed.line(line, daemon.referee_state), feed.event)
+    daemon.on_balls = feed.balls
     _say(f"live page: http://{host}:{port}/ (health: /healthz)")
     return server, feed
 

@@ -205,6 +205,9 @@ def to_dict(
     return out
 
 
+_PRESSED = 1 << 62  # the heap numbers of presses from the host: after the kernel's own
+
+
 class Fusion:
     """Ordered rows in, EVENTS.md events out (in ``t_us`` order), across any number of calls."""
 
@@ -216,6 +219,8 @@ class Fusion:
         self._paths = np.empty((64 + 16 * k.SHOT_FRAMES, 4))
         self._released_t = np.iinfo(np.int64).min
         self._late = 0
+        self._presses = 0
+        self._safe: int | None = None  # the kernel's last safe bound: nothing earlier can follow
 
     @property
     def counters(self) -> dict[str, int]:
@@ -254,7 +259,29 @@ class Fusion:
         )
         for rec in ev[:nev]:
             self._push(rec, snaps, frozen, paths)
-        return self._release(int(safe))
+        self._safe = int(safe)
+        return self._release(self._safe)
+
+    def press(self, t_us: int, key: str, arg: int) -> list[dict[str, Any]]:
+        """A keypad press that came from the host (the referee's page), not from a frame.
+
+        It joins the heap like the kernel's keypad events, at ``t_us`` or just
+        after what is already released, so it leaves in ``t_us`` order with
+        the frames around it; its shot is the one the kernel is in now.
+        """
+        fs = self.state.fs
+        t = max(int(t_us), int(self._released_t))
+        self._presses += 1
+        event = {
+            "t_us": t,
+            "type": "keypad",
+            "shot": int(fs[k.F_SHOT]) if fs[k.F_IN_SHOT] else None,
+            "key": key,
+            "arg": int(arg),
+        }
+        # after every kernel emission of the same time and type: the kernel's numbers are smaller
+        heapq.heappush(self._heap, (t, k.EV_KEYPAD, _PRESSED + self._presses, event))
+        return self._release(self._safe) if self._safe is not None else []
 
     def _push(
         self, rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.ndarray

@@ -62,6 +62,14 @@ class EventStream:
         ordered = self.timeline.tick(host_now_ns)
         return self.fusion.feed(ordered, self.timeline.released_upto)
 
+    def press(self, key: str, arg: int, host_now_ns: int | None) -> list[dict[str, Any]]:
+        """A keypad press from the host: a keypad event at the hub time the host's clock says.
+
+        Without host times (a replay of bare bytes) it lands at the newest hub
+        stamp seen.  It leaves with the events around it, in ``t_us`` order.
+        """
+        return self.fusion.press(self.timeline.hub_time_at(host_now_ns), key, arg)
+
     def flush(self) -> list[dict[str, Any]]:
         """End of the input: everything still held."""
         ordered = self.timeline.flush()

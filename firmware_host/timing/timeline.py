@@ -954,6 +954,11 @@ class Timeline:
         """The newest hub time the stream has shown (µs)."""
         return int(self.state[S_GLOBAL])
 
+    def hub_time_at(self, host_ns: int | None) -> int:
+        """The hub time of a host instant (the newest hub stamp without host times)."""
+        hub = None if host_ns is None else self._host.hub_now(host_ns // 1000)
+        return self.hub_now if hub is None else hub
+
     @property
     def released_upto(self) -> int:
         """Hub time up to which every row has been released (nothing earlier can follow)."""

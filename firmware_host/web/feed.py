@@ -1,10 +1,12 @@
-"""What the daemon tells the page: verdicts, the lamp, the match state, health, shots.
+"""What the daemon tells the page: verdicts, the lamp, the match state, health, shots, balls.
 
 The pipeline thread publishes here and never waits: each browser has a
 bounded queue on the web server's loop, filled with ``call_soon_threadsafe``;
 a browser that cannot keep up loses its oldest messages (and is told so by
 the next snapshot), never the referee its time.  A new browser first gets a
-snapshot of everything current, then the stream.
+snapshot of everything current, then the stream.  The tracker's ball
+positions come at up to 120 Hz; the page gets them at most ``BALLS_HZ``
+times a second (the latest), which is as smooth as the eye needs.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from typing import Any
 from rules import indicator_for
 
 from ..liveview import match_state
+from ..pictures.rules_text import english
 
 KEEP_VERDICTS = 20  # the page lists the last ones
 KEEP_SHOTS = 50  # shots kept for their pictures
 QUEUE = 256  # messages a slow browser may fall behind by
+BALLS_HZ = 30.0  # ball positions sent to the page at most this often
 
 
 class Broadcast:
@@ -58,12 +62,19 @@ class LiveFeed(Broadcast):
         self._lamp: dict[str, Any] | None = None
         self._state: dict[str, Any] | None = None
         self._health: dict[str, Any] | None = None
+        self._balls: dict[str, list[float]] = {}
+        self._balls_sent = 0.0
+        self._table: dict[str, float] | None = None
         self._shot_events: dict[int, list[dict[str, Any]]] = {}
 
     # -- from the pipeline thread --------------------------------------------------------
 
     def event(self, ev: dict[str, Any]) -> None:
-        """Keep each shot's events (for its picture once it is over)."""
+        """Keep each shot's events (for its picture once it is over), and the table's size."""
+        if ev["type"] == "boot":
+            with self._lock:
+                self._table = ev["table"]
+            self._send({"table": ev["table"]})
         shot = ev.get("shot")
         if shot is None:
             return
@@ -71,6 +82,16 @@ class LiveFeed(Broadcast):
             self._shot_events.setdefault(int(shot), []).append(ev)
             while len(self._shot_events) > KEEP_SHOTS:
                 del self._shot_events[min(self._shot_events)]
+
+    def balls(self, balls: dict[str, list[float]]) -> None:
+        """Where the tracker sees the balls now: sent on at most ``BALLS_HZ`` times a second."""
+        now = time.monotonic()
+        with self._lock:
+            self._balls = balls
+            if now - self._balls_sent < 1 / BALLS_HZ:
+                return
+            self._balls_sent = now
+        self._send({"balls": balls})
 
     def line(self, line: dict[str, Any], state: Any = None) -> None:
         """A verdict or notice line as the daemon printed it, with the match state after it."""
@@ -101,8 +122,10 @@ class LiveFeed(Broadcast):
                     "lamp": self._lamp,
                     "state": self._state,
                     "health": self._health,
+                    "balls": self._balls,
+                    "table": self._table,
                 }
-            )
+            ) | {"rule_words": english()}  # item -> its words: the page cites each verdict's rule
 
     def shot_events(self, shot: int) -> list[dict[str, Any]] | None:
         with self._lock:

@@ -11,7 +11,11 @@ served from the package: a club's network may have no internet.
 * ``/healthz``: the daemon's health (``firmware-host status``'s facts and
   problems), 200 when healthy, 503 when degraded or not known yet;
 * ``/shot/N.svg``: a finished shot's picture (``plot``'s, when matplotlib is
-  installed).
+  installed);
+* ``POST /control``: a referee's key, ``{"key": "new_frame", "arg": 0}`` with
+  ``Authorization: Bearer TOKEN``: judged exactly as the keypad's (202);
+  without the token 401, with a wrong one 403 (both logged), a bad key or
+  arg 400.
 """
 
 from __future__ import annotations
@@ -20,12 +24,17 @@ import asyncio
 import json
 import logging
 import threading
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
 from aiohttp import web
 
+from ..referee_token import RefereeToken
 from .feed import LiveFeed
+
+#: a referee's key: (key, arg, source), raising ValueError for a bad one (Daemon.press)
+Press = Callable[..., None]
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +47,19 @@ class WebServer:
 
     PAGE = (__package__, "page.html")  # (package, file) of the page at /
 
-    def __init__(self, feed: LiveFeed, host: str, port: int) -> None:
+    def __init__(
+        self,
+        feed: LiveFeed,
+        host: str,
+        port: int,
+        token: RefereeToken | None = None,
+        press: Press | None = None,
+    ) -> None:
         self.feed = feed
         self.host = host
         self.port = port
+        self.token = token
+        self.press = press
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._error: OSError | None = None
@@ -53,6 +71,7 @@ class WebServer:
         app.router.add_get("/events", self.events)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/shot/{number:\\d+}.svg", self.shot)
+        app.router.add_post("/control", self.control)
         return app
 
     def start(self) -> int:
@@ -137,6 +156,25 @@ class WebServer:
         if svg is None:
             raise web.HTTPNotFound(text="pictures need matplotlib: pip install '.[view]'")
         return web.Response(text=svg, content_type="image/svg+xml")
+
+    async def control(self, request: web.Request) -> web.Response:
+        """A referee's key from the page; only the token's holder may press."""
+        if self.press is None or self.token is None:
+            raise web.HTTPNotFound(text="this daemon takes no referee controls")
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        peer = request.remote
+        if not given:
+            log.warning("referee control from %s refused: no token", peer)
+            return web.json_response({"error": "the referee token is needed"}, status=401)
+        if not self.token.check(given):
+            log.warning("referee control from %s refused: wrong token", peer)
+            return web.json_response({"error": "wrong referee token"}, status=403)
+        try:
+            body = await request.json()
+            self.press(str(body["key"]), body.get("arg", 0), source=f"page {peer}")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response({"pressed": body["key"], "arg": body.get("arg", 0)}, status=202)
 
 
 def _picture(events: list[dict[str, Any]], verdict: dict[str, Any] | None) -> str | None:
