@@ -23,6 +23,11 @@ def running_broker(tmp_path: Path) -> Iterator[Mosquitto]:
     server.stop()
 
 
+def as_printed(message: dict) -> dict:
+    """A line as the daemon printed it: without what the broker's path added."""
+    return {k: v for k, v in message.items() if k not in ("msg_id", "at_unix", "received_unix")}
+
+
 class Subscriber:
     """Every table's messages once each, as a club page sees them (a persistent session)."""
 
@@ -37,9 +42,7 @@ class Subscriber:
     def lines(self, table: str) -> list[dict]:
         """The verdict topic's lines, as the daemon printed them (without the broker's keys)."""
         return [
-            {k: v for k, v in m.items() if k not in ("msg_id", "at_unix", "received_unix")}
-            for t, kind, m in list(self.messages)
-            if t == table and kind == "verdict"
+            as_printed(m) for t, kind, m in list(self.messages) if t == table and kind == "verdict"
         ]
 
     def wait_lines(self, table: str, count: int, timeout_s: float = 30.0) -> list[dict]:

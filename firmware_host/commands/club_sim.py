@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sensors", choices=SENSOR_SETS, default="full", help="sensor set (default full)"
     )
+    parser.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="the tables' referee tokens, JSON {table: token}: a table not in FILE gets a new "
+        "token of its own, written there (so that the club page's controls can be tried)",
+    )
     parser.add_argument("--json", action="store_true", help="the summary as one JSON object")
 
 
@@ -112,8 +119,15 @@ def run(args: argparse.Namespace) -> int:
             from ..mqtt import sim
 
             wires = sim.build(names, args.seed, args.minutes, args.sensors, _say)
+            tokens = _tokens(names, args.tokens) if args.tokens else None
             summary = sim.play(
-                broker_url(url), names, wires, speed=args.speed, spool_dir=spool_dir, say=_say
+                broker_url(url),
+                names,
+                wires,
+                speed=args.speed,
+                spool_dir=spool_dir,
+                say=_say,
+                tokens=tokens,
             )
     finally:
         if broker is not None:
@@ -134,10 +148,28 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(t["queued"] == 0 for t in summary["tables"].values()) else 1
 
 
+def _tokens(names: list[str], path: str) -> dict[str, Any]:
+    """Each table's token: from ``path``, or new and written there for the tester to read."""
+    from ..referee_token import RefereeToken
+
+    try:
+        known = json.loads(Path(path).read_text()) if os.path.exists(path) else {}
+        tokens = {name: RefereeToken(known.get(name)) for name in names}
+        if any(t.generated for t in tokens.values()):
+            with open(path, "w", opener=lambda p, f: os.open(p, f, 0o600)) as out:
+                json.dump({**known, **{n: t.value for n, t in tokens.items()}}, out)
+    except (OSError, ValueError, AttributeError) as exc:
+        raise UsageError(f"--tokens {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return tokens
+
+
 def _spread(args: argparse.Namespace, url: str, spool_dir: Path) -> dict[str, Any]:
     """Each process its share of the tables (``--processes 1`` each), their summaries merged."""
     share = -(-args.tables // args.processes)
     children = []
+    if args.tokens:  # every token made here, once: the processes only read them
+        names = [f"{args.prefix}{args.first + i}" for i in range(args.tables)]
+        _tokens(names, args.tokens)
     for first in range(0, args.tables, share):
         count = min(share, args.tables - first)
         cmd = [sys.executable, "-m", "firmware_host", "club-sim", "--json", "--mqtt", url]
@@ -146,6 +178,8 @@ def _spread(args: argparse.Namespace, url: str, spool_dir: Path) -> dict[str, An
         cmd += ["--seed", str(args.seed + first)]  # table n still plays seed + n
         cmd += ["--minutes", str(args.minutes), "--speed", str(args.speed)]
         cmd += ["--sensors", args.sensors]
+        if args.tokens:
+            cmd += ["--tokens", args.tokens]
         children.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
     merged: dict[str, Any] = {"tables": {}, "wall_s": 0.0, "cpu_s": 0.0}
     try:

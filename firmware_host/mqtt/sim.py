@@ -30,8 +30,8 @@ LINGER_S = 0.3  # after its match, a table's daemon judges what it read, then st
 class SimTable:
     name: str
     hub: Any
-    daemon: Any
-    publisher: TablePublisher
+    daemon: Any = None
+    publisher: Any = None  # its TablePublisher
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
     verdicts: int = 0  # verdict lines this table decided
@@ -63,23 +63,33 @@ def play(
     spool_dir: Path,
     say: Callable[[str], None],
     password: str | None = None,
+    tokens: dict[str, Any] | None = None,
     every_s: float = 2.0,
 ) -> dict[str, Any]:
-    """Every table's match at ``speed`` against the broker; a summary once all are over."""
+    """Every table's match at ``speed`` against the broker; a summary once all are over.
+
+    ``tokens``: each table's RefereeToken, for the referee's controls over the broker."""
     from ..daemon import Daemon
     from ..pipeline import replay
+    from ..service.health import HealthMonitor
     from ..virtual_table.peer import VirtualHub
 
     replay(b"".join(wires[0].chunks[:200]))  # the kernels loaded here, before any thread
     tables = []
     for name, wire in zip(names, wires, strict=True):
         hub = VirtualHub(wire, speed=speed)
-        publisher = TablePublisher(
-            url, name, Spool(spool_dir / f"{name}.sqlite"), password=password
+        table = SimTable(name, hub)
+        table.daemon = daemon = Daemon(hub.device, on_line=_counter(table))
+        table.publisher = TablePublisher(
+            url,
+            name,
+            Spool(spool_dir / f"{name}.sqlite"),
+            password=password,
+            press=daemon.press,
+            token=(tokens or {}).get(name),
         )
-        table = SimTable(name, hub, None, publisher)
-        table.daemon = Daemon(hub.device, on_line=_counter(table))
-        publisher.start().attach(table.daemon)
+        table.publisher.start().attach(daemon)
+        daemon.on_turn = HealthMonitor(daemon, None, feed=table.publisher).turn  # health at 1 Hz
         table.thread = threading.Thread(target=table.daemon.run, args=(table.stop,), daemon=True)
         tables.append(table)
     cpu0, wall0 = _cpu_s(), time.monotonic()
