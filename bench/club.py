@@ -119,6 +119,9 @@ def main() -> int:
         "cpu_per_table_pct": round(100 * sim_cpu / wall / args.tables, 1),
         "mosquitto_cpu_pct": round(100 * broker_cpu / wall, 1),
         "events_dropped": sum(s["dropped_events"] for s in summary["tables"].values()),
+        "pipeline_late_or_refused": sum(
+            sum(s["late_or_refused"].values()) for s in summary["tables"].values()
+        ),
     }
     if args.json:
         print(json.dumps(figures))
@@ -133,7 +136,8 @@ def main() -> int:
             f"p99 {f['latency_ms']['p99']} ms, max {f['latency_ms']['max']} ms\n"
             f"broker: {f['broker_msgs_per_s']} messages/s, mosquitto {f['mosquitto_cpu_pct']}% "
             f"of a core\nCPU per table: {f['cpu_per_table_pct']}% of a core; "
-            f"events dropped {f['events_dropped']}"
+            f"events dropped {f['events_dropped']}; data the pipelines refused as late "
+            f"(overload) {f['pipeline_late_or_refused']}"
         )
     return 0 if status == 0 and figures["lost"] == 0 else 1
 

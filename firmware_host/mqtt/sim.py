@@ -134,6 +134,7 @@ def play(
                 "sent": t.publisher.sent,
                 "queued": t.publisher.queued,
                 "dropped_events": t.publisher.spool.dropped,
+                "late_or_refused": t.daemon.engine.losses(),  # the pipeline could not keep up
             }
             for t in tables
         },
