@@ -95,3 +95,15 @@ def test_bad_broker_urls_say_why(text):
 def test_topics_name_the_table_and_the_kind():
     assert table_of("club/t-1/state") == ("t-1", "state")
     assert table_of("club/t-1/unknown") is None and table_of("elsewhere/t/state") is None
+
+
+def test_a_batch_the_disk_refuses_leaves_the_queue_as_it_was(tmp_path):
+    import sqlite3
+
+    spool = Spool(tmp_path / "q.sqlite")
+    spool.put([message("club/t/verdict", 1, KEEP)])
+    with pytest.raises(sqlite3.Error):  # the second row cannot be written (as a full disk)
+        spool.put([message("club/t/verdict", 2, KEEP), ("club/t/verdict", None, False, KEEP)])
+    assert spool.rows == 1 and [json.loads(r.payload)["n"] for r in spool.after(0, 9)] == [1]
+    spool.put([message("club/t/verdict", 3, KEEP)])  # and it goes on afterwards
+    assert [json.loads(r.payload)["n"] for r in spool.after(0, 9)] == [1, 3]

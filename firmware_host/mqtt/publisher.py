@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ WINDOW = 200  # messages handed to paho and not yet acknowledged
 TICK_S = 0.05  # the publisher thread looks at the spool at least this often
 KEEPALIVE_S = 5  # a broker gone silent is noticed within 1.5 x this
 RECONNECT_S = (0.2, 2.0)  # paho's reconnection back-off, first and longest
+DISK_REPORT_S = 60.0  # a spool that cannot be written is logged at most this often
 FLUSH_S = 5.0  # at a stop, the queue gets this long to reach a connected broker
 
 Press = Callable[..., None]  # Daemon.press(key, arg, *, source)
@@ -111,6 +113,8 @@ class TablePublisher:
         self._inbox: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._inflight: dict[int, int] = {}  # paho mid -> spool seq
         self._handed = 0  # the last seq handed to paho
+        self._unwritten: list[tuple[str, str, bool, int]] = []  # the disk refused them (full)
+        self._disk_said = -DISK_REPORT_S
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mqtt-publisher", daemon=True)
         self.client = client_for(url, f"table-{table}", tls, password)
@@ -251,12 +255,25 @@ class TablePublisher:
                 self.connected = item[1]
             elif what == "cmd":
                 batch.extend(self._command(item[1]))
-        if batch:
-            self.spool.put(batch)
-        if acked:
-            self.spool.done(acked)
-            self.sent += len(acked)
-        self.queued = self.spool.rows
+        self._unwritten += batch
+        try:
+            if self._unwritten:
+                self.spool.put(self._unwritten)
+                self._unwritten = []
+            if acked:
+                self.spool.done(acked)
+                self.sent += len(acked)
+        except sqlite3.Error as exc:  # a full disk: kept in memory, tried again each tick
+            now = time.monotonic()
+            if now - self._disk_said >= DISK_REPORT_S:
+                self._disk_said = now
+                log.error(
+                    "mqtt spool %s: %s; %d messages held in memory",
+                    self.spool.path,
+                    exc,
+                    len(self._unwritten),
+                )
+        self.queued = self.spool.rows + len(self._unwritten)
 
     def _send(self) -> None:
         free = WINDOW - len(self._inflight)

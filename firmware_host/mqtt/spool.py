@@ -68,9 +68,21 @@ class Spool:
         return value
 
     def put(self, batch: list[tuple[str, str, bool, int]]) -> None:
-        """``(topic, payload, retain, policy)`` each, in order, in one transaction."""
+        """``(topic, payload, retain, policy)`` each, in order, in one transaction: all or none
+        (a full disk raises ``sqlite3.Error`` with the queue as it was)."""
+        rows, dropped = self.rows, self.dropped
         db = self._db
         db.execute("BEGIN")
+        try:
+            self._insert(batch)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self.rows, self.dropped = rows, dropped
+            raise
+
+    def _insert(self, batch: list[tuple[str, str, bool, int]]) -> None:
+        db = self._db
         for topic, payload, retain, policy in batch:
             if policy == LATEST:
                 self.rows -= db.execute(
@@ -91,7 +103,6 @@ class Spool:
             self.rows -= gone
             self.dropped += gone
             self._set_meta("dropped", str(self.dropped))
-        db.execute("COMMIT")
 
     def after(self, seq: int, limit: int) -> list[Row]:
         """The oldest ``limit`` messages after ``seq``, in order."""
