@@ -35,7 +35,13 @@ def free_port() -> int:
 class Mosquitto:
     """``mosquitto -c CONF`` on ``127.0.0.1:port``; :meth:`stop` and :meth:`start` again at will."""
 
-    def __init__(self, folder: str | Path | None = None, port: int | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | Path | None = None,
+        port: int | None = None,
+        auth: tuple[Path, Path] | None = None,
+    ) -> None:
+        """``auth``: (password file, ACL file): no anonymous client, each user its topics."""
         path = mosquitto_path()
         if path is None:
             raise FileNotFoundError("mosquitto is not installed (apt-get install mosquitto)")
@@ -44,10 +50,15 @@ class Mosquitto:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.config = self.folder / "mosquitto.conf"
+        access = (
+            f"allow_anonymous false\npassword_file {auth[0]}\nacl_file {auth[1]}\n"
+            if auth
+            else "allow_anonymous true\n"
+        )
         self.config.write_text(
             f"listener {self.port} 127.0.0.1\n"
             f"user {getpass.getuser()}\n"  # as root it would drop to `mosquitto`: no files
-            "allow_anonymous true\n"
+            f"{access}"
             "persistence true\n"
             f"persistence_location {self.folder}/\n"
             "autosave_interval 1\n"
