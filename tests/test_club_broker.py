@@ -154,7 +154,9 @@ def test_a_daemon_killed_while_the_broker_is_away_delivers_its_queue_after_a_res
     assert sum(line["kind"] == "verdict" for line in printed) >= 4, first.stderr.read()
     broker.start()
     subscriber = Subscriber(broker.url)
-    second = run_table(broker.url, spool, "--scenario", "push", "--speed", "10")
+    second = run_table(
+        broker.url, spool, "--scenario", "push", "--speed", "10", "--web", "127.0.0.1:0"
+    )
     out, err = second.communicate(timeout=180)
     assert second.returncode == 0, err
     assert "messages queued from before" in err
@@ -163,3 +165,8 @@ def test_a_daemon_killed_while_the_broker_is_away_delivers_its_queue_after_a_res
     subscriber.close()
     assert got[: len(printed)] == printed  # the killed daemon's lines, first, once, in order
     assert got[len(printed) :] == again
+    latest = subscriber.club.tables["k1"]  # every topic of the tree, the table's page linked
+    assert {"verdict", "event", "lamp", "health", "state", "online"} <= set(latest)
+    assert latest["state"]["web"].startswith("http://127.0.0.1:")
+    assert latest["online"]["online"] is False  # the clean stop at the end of the match
+    assert latest["health"]["mqtt"]["connected"] is True

@@ -105,5 +105,28 @@ def test_a_batch_the_disk_refuses_leaves_the_queue_as_it_was(tmp_path):
     with pytest.raises(sqlite3.Error):  # the second row cannot be written (as a full disk)
         spool.put([message("club/t/verdict", 2, KEEP), ("club/t/verdict", None, False, KEEP)])
     assert spool.rows == 1 and [json.loads(r.payload)["n"] for r in spool.after(0, 9)] == [1]
+    assert spool.last == 1
     spool.put([message("club/t/verdict", 3, KEEP)])  # and it goes on afterwards
     assert [json.loads(r.payload)["n"] for r in spool.after(0, 9)] == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["run", "--mqtt", "http://hall"], "--mqtt: 'http://hall': not mqtt://HOST[:PORT]"),
+        (["run", "--mqtt", "mqtt://127.0.0.1:1"], "--mqtt needs --table ID"),
+        (["run", "--mqtt", "mqtt://127.0.0.1:1", "--table", "a/b"], "must not contain /"),
+        (["run", "--mqtt", "mqtt://h", "--table", "t", "--mqtt-ca", "/nonexistent"], "--mqtt-ca /nonexistent: cannot read it"),
+        (["club-sim", "--prefix", "a+"], "--prefix 'a+1': a table id for MQTT must not contain +"),
+        (["club", "--web", "8090"], "--mqtt URL: the broker is required"),
+    ],
+    ids=["scheme", "no-table", "slash", "no-ca", "prefix", "club-no-broker"],
+)  # fmt: skip
+def test_a_bad_club_option_is_one_line_and_status_2(args, says):
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "firmware_host", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert says in done.stderr

@@ -459,6 +459,8 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             if args.port is not None:
                 check_port(args.port)
+            if args.mqtt is not None:
+                _check_club(args)
             record = record_dir(args.record) if args.record else None
 
             from ..warmup import is_warm
@@ -641,22 +643,29 @@ def _health(daemon: Any, status: str | None, record: Any, *feeds: Any) -> Any:
     return HealthMonitor(daemon, status, Notifier(), record, _Healths(wanted) if wanted else None)
 
 
+def _check_club(args: argparse.Namespace) -> None:
+    """--mqtt's companions, before anything starts: a table id usable in a topic, the files."""
+    from ..mqtt.topics import check_table
+
+    if args.table_id is None:
+        raise UsageError("--mqtt needs --table ID (or [table] id in the config file)")
+    try:
+        check_table(args.table_id)
+    except ValueError as exc:
+        raise UsageError(f"--table {exc}") from None
+    broker_settings(args)
+
+
 def _mqtt(args: argparse.Namespace, daemon: Any, server: Any, token: Any) -> Any:
     """The table on the club's broker: a publisher thread, its spool, the daemon's sinks."""
     try:
         from ..mqtt.publisher import TablePublisher, default_spool
         from ..mqtt.spool import Spool
-        from ..mqtt.topics import check_table
     except ModuleNotFoundError as exc:
         raise UsageError(f"--mqtt needs {exc.name}: pip install -e '.[mqtt]'") from None
     import sqlite3
 
-    if args.table_id is None:
-        raise UsageError("--mqtt needs --table ID (or [table] id in the config file)")
-    try:
-        table = check_table(args.table_id)
-    except ValueError as exc:
-        raise UsageError(f"--table {exc}") from None
+    table = args.table_id
     url, password, tls = broker_settings(args)
     spool_path = args.mqtt_spool or default_spool(table)
     try:

@@ -116,6 +116,7 @@ class TablePublisher:
         self._unwritten: list[tuple[str, str, bool, int]] = []  # the disk refused them (full)
         self._disk_said = -DISK_REPORT_S
         self._closing = threading.Event()
+        self._flush_s = FLUSH_S
         self._thread = threading.Thread(target=self._run, name="mqtt-publisher", daemon=True)
         self.client = client_for(url, f"table-{table}", tls, password)
         self.client.will_set(self._topic("online"), self._online(False), qos=1, retain=True)
@@ -193,11 +194,15 @@ class TablePublisher:
         """Deliver what is queued while the broker is there (up to ``flush_s``), then go offline.
 
         What is still queued stays in the spool for the next start."""
+        self._flush_s = flush_s
         self._closing.set()
         self._inbox.put(("wake",))
         self._thread.join(flush_s + 2)
         if self.connected:
-            self.client.publish(self._topic("online"), self._online(False), qos=1, retain=True)
+            offline = self._online(False)
+            self.client.publish(
+                self._topic("online"), offline, qos=1, retain=True
+            ).wait_for_publish(1)
             self.client.disconnect()
         self.client.loop_stop()
         self.spool.close()
@@ -231,7 +236,7 @@ class TablePublisher:
             if self.connected:
                 self._send()
             if self._closing.is_set():
-                flush_until = flush_until or time.monotonic() + FLUSH_S
+                flush_until = flush_until or time.monotonic() + self._flush_s
                 idle = not self.connected or self.spool.rows == 0
                 if idle or time.monotonic() > flush_until:
                     break
@@ -277,7 +282,7 @@ class TablePublisher:
 
     def _send(self) -> None:
         free = WINDOW - len(self._inflight)
-        if free <= 0:
+        if free <= 0 or self._handed >= self.spool.last:  # nothing new to hand over
             return
         for row in self.spool.after(self._handed, free):
             msg_id = self.spool.message_id(row.seq)

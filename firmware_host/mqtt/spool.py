@@ -58,6 +58,7 @@ class Spool:
         self.epoch = self._meta("epoch") or self._set_meta("epoch", secrets.token_hex(4))
         self.dropped = int(self._meta("dropped") or 0)
         self.rows = self._db.execute("SELECT count(*) FROM queue").fetchone()[0]
+        self.last = self._db.execute("SELECT coalesce(max(seq), 0) FROM queue").fetchone()[0]
 
     def _meta(self, key: str) -> str | None:
         found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -70,7 +71,7 @@ class Spool:
     def put(self, batch: list[tuple[str, str, bool, int]]) -> None:
         """``(topic, payload, retain, policy)`` each, in order, in one transaction: all or none
         (a full disk raises ``sqlite3.Error`` with the queue as it was)."""
-        rows, dropped = self.rows, self.dropped
+        rows, dropped, last = self.rows, self.dropped, self.last
         db = self._db
         db.execute("BEGIN")
         try:
@@ -78,7 +79,7 @@ class Spool:
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
-            self.rows, self.dropped = rows, dropped
+            self.rows, self.dropped, self.last = rows, dropped, last
             raise
 
     def _insert(self, batch: list[tuple[str, str, bool, int]]) -> None:
@@ -88,10 +89,10 @@ class Spool:
                 self.rows -= db.execute(
                     "DELETE FROM queue WHERE topic = ? AND policy = ?", (topic, LATEST)
                 ).rowcount
-            db.execute(
+            self.last = db.execute(
                 "INSERT INTO queue (topic, payload, retain, policy) VALUES (?, ?, ?, ?)",
                 (topic, payload, int(retain), policy),
-            )
+            ).lastrowid
             self.rows += 1
         over = self.rows - self.max_rows
         if over > 0:
