@@ -44,6 +44,12 @@ COMMANDS: tuple[str, ...] = (
     "service",
     "plot",
     "report",
+    "ports",
+    "stats",
+    "send",
+    "ping",
+    "pcap",
+    "dissector",
     "club",
     "club-sim",
 )

@@ -277,6 +277,7 @@ def indicator_state(state: int | str) -> int:
 
 Writer = Callable[[bytes], object]
 HealthCallback = Callable[[HealthChange], object]
+SentCallback = Callable[[bytes, int], object]  # the frame's wire bytes, host_tx_ns
 
 
 class CommandLink:
@@ -284,8 +285,9 @@ class CommandLink:
 
     Threading: :meth:`submit` and :meth:`on_ack` may be called from any
     thread and never block on I/O.  One thread ("command link") writes the
-    frames, resolves the futures and calls ``on_health``; future callbacks
-    run there too, so they must be quick.  ``write`` returning False (link
+    frames, resolves the futures and calls ``on_health`` and ``on_sent``
+    (every frame written, resends too, with its host time: a recording's
+    ``.tx`` side file); future callbacks run there too, so they must be quick.  ``write`` returning False (link
     down) costs the attempt like a frame lost on the wire.
     """
 
@@ -297,9 +299,11 @@ class CommandLink:
         ack_timeout_s: float = ACK_TIMEOUT_NS / 1e9,
         max_retries: int = MAX_RETRIES,
         first_seq: int = 0,
+        on_sent: SentCallback | None = None,
     ) -> None:
         self._write = write
         self._on_health = on_health
+        self._on_sent = on_sent
         self._core = CommandScheduler(
             first_seq=first_seq, ack_timeout_ns=round(ack_timeout_s * 1e9), max_retries=max_retries
         )
@@ -411,9 +415,12 @@ class CommandLink:
     def _act(self, step: Step) -> None:
         for frame in step.frames:
             try:
-                self._write(frame)
+                written = self._write(frame)
             except OSError as exc:  # a writer that raises instead of returning False
                 log.warning("command frame not written: %s", exc)
+                continue
+            if written is not False and self._on_sent is not None:
+                self._on_sent(frame, time.monotonic_ns())
         for change in step.health:
             level = logging.WARNING if change.health is LinkHealth.FAILED else logging.INFO
             log.log(

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol.catalogue import ACK_STATUS, NODE_NAMES, NODE_STATUS_CODES
+from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, NODE_STATUS_CODES
+from protocol.framing import encode_frame
 from rules import RulesConfig, indicator_for
 
 from .command_link import CommandLink, HealthChange, LinkHealth
@@ -79,7 +80,7 @@ class Daemon:
         # outright (SIGKILL, a watchdog restart) loses none of what it judged, and the next
         # start resumes the match from all of it (service/resume.py)
         self.recorder = (
-            CaptureRecorder(record_dir, max_bytes=record_part_bytes, flush_bytes=1)
+            CaptureRecorder(record_dir, max_bytes=record_part_bytes, flush_bytes=1, rx_times=True)
             if record_dir
             else None
         )
@@ -98,6 +99,7 @@ class Daemon:
         self.last_verdict: dict[str, Any] | None = None
         self._hello_wanted = threading.Event()
         self._presses: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
+        self._pressed = 0
         self.connected = threading.Event()  # set while the port is open
         self._chunks: queue.SimpleQueue[Chunk] | None = None
         self._sniffer: AckSniffer | None = None
@@ -111,7 +113,11 @@ class Daemon:
             on_status=self._link_status,
             on_chunk=self._receive if self._sniffer is not None else None,
         )
-        self._link = CommandLink(self._transport.write, on_health=self._health)
+        self._link = CommandLink(
+            self._transport.write,
+            on_health=self._health,
+            on_sent=self.recorder.write_sent if self.recorder else None,
+        )
         self._boot_id: int | None = None
         self._hanging_up = False  # stopped, and the peer closes the port: its end, not a loss
         self._bad_seen = 0
@@ -202,7 +208,19 @@ class Daemon:
         while not self._presses.empty():
             key, arg, source = self._presses.get_nowait()
             log.info("referee (%s): %s %d", source, key, arg)
-            self._apply(self.engine.press(key, arg, time.monotonic_ns()))
+            now = time.monotonic_ns()
+            if self.recorder is not None:  # kept with the match: a replay presses it there too
+                self._pressed += 1
+                frame = encode_frame(
+                    "KEYPAD",
+                    node=HOST_NODE,
+                    seq=self._pressed & 0xFFFF,
+                    t_us=now // 1000 & 0xFFFFFFFF,
+                    key=KEYPAD_CODES[key],
+                    arg=arg,
+                )
+                self.recorder.write_sent(frame, now)
+            self._apply(self.engine.press(key, arg, now))
 
     def _turn(self, chunks: queue.SimpleQueue, recorder: CaptureRecorder | None) -> None:
         self._take_presses()

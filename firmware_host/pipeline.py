@@ -11,6 +11,7 @@ replay decides exactly what the daemon would have decided live.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,18 +90,32 @@ def replay(
     rules: RulesConfig | None = None,
     chunk: int = REPLAY_CHUNK,
     pipe: Pipeline | None = None,
+    presses: Sequence[tuple[int, str, int]] = (),
+    flush: bool = True,
 ) -> Step:
     """A whole capture through the live pipeline, as if read from the port.
 
-    Pass ``pipe`` to read its counters afterwards (``pipe.events.losses()``).
+    ``presses``: the referee's keys a recording kept (``recorded_presses``),
+    each pressed where the stream stood when it was pressed live.  Pass
+    ``pipe`` to read its counters afterwards (``pipe.events.losses()``);
+    ``flush=False`` leaves a cut shot for more bytes (a resumed daemon).
     """
     pipe = pipe or Pipeline(rules)
     total = Step()
-    for start in range(0, len(data), chunk):
-        step = pipe.feed(data[start : start + chunk])
+
+    def add(step: Step) -> None:
         total.events += step.events
         total.lines += step.lines
-    end = pipe.flush()
-    total.events += end.events
-    total.lines += end.lines
+
+    cuts = sorted({*range(0, len(data), chunk), *(at for at, _, _ in presses if at < len(data))})
+    pending = sorted(presses)
+    for start, end in zip(cuts, [*cuts[1:], len(data)], strict=True):
+        while pending and pending[0][0] <= start:
+            _, key, arg = pending.pop(0)
+            add(pipe.press(key, arg))
+        add(pipe.feed(data[start:end]))
+    for _, key, arg in pending:  # pressed after the last byte received
+        add(pipe.press(key, arg))
+    if flush:
+        add(pipe.flush())
     return total

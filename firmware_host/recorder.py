@@ -15,6 +15,14 @@ may attach mid-stream, ICD §1).  With ``rx_times=True`` each part gets a
 ``.rxt`` side file: one :data:`RX_TIMES_DTYPE` record per chunk (16 bytes,
 little-endian ``u8 offset`` into the part, ``i8 host_rx_ns``).
 
+What the host sent goes beside it too (:meth:`CaptureRecorder.write_sent`):
+a ``.tx`` side file of one record per host frame, first sends and resends
+alike, each a 18-byte little-endian head (``u8 rx_offset``: the part's
+length when the frame left, so it sorts between the received bytes;
+``i8 host_tx_ns``; ``u2 length``) and then the frame's wire bytes (COBS and
+its delimiter).  The ``.bin`` stays the table's stream exactly (ICD §8);
+:func:`read_sent` gives the ``.tx`` back as :class:`SentFrame` values.
+
 A write that fails (disk full, device gone) never reaches the caller: the
 part is closed where the disk stopped taking bytes, the failure is logged
 once, chunks are counted in :attr:`CaptureRecorder.bytes_lost` while it
@@ -37,6 +45,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -54,6 +63,17 @@ REMIND_S = 60.0  # ... and the log is reminded at most this often
 RX_TIMES_DTYPE = np.dtype([("offset", "<u8"), ("host_rx_ns", "<i8")])
 _RX_RECORD = struct.Struct("<Qq")
 assert _RX_RECORD.size == RX_TIMES_DTYPE.itemsize
+_TX_HEAD = struct.Struct("<QqH")  # rx_offset, host_tx_ns, length; the frame's bytes follow
+SENT_SUFFIX = ".tx"
+
+
+@dataclass(frozen=True, slots=True)
+class SentFrame:
+    """One host frame as it went out: where the received stream stood, when, what."""
+
+    rx_offset: int  # bytes of the part received before it was sent
+    host_ns: int  # time.monotonic_ns() of the write
+    data: bytes  # the wire bytes, COBS-encoded, delimiter included
 
 
 def part_name(prefix: str, started: datetime, part: int, suffix: str = ".bin") -> str:
@@ -64,6 +84,47 @@ def part_name(prefix: str, started: datetime, part: int, suffix: str = ".bin") -
 def read_rx_times(path: str | Path) -> np.ndarray:
     """A ``.rxt`` side file as a structured array (``offset``, ``host_rx_ns``)."""
     return np.fromfile(path, dtype=RX_TIMES_DTYPE)
+
+
+def read_sent(part_path: str | Path) -> list[SentFrame]:
+    """The host frames of a part (its ``.tx`` side file; none if it has none).
+
+    A record cut short by a crash at the file's end is left out.
+    """
+    path = Path(part_path).with_suffix(SENT_SUFFIX)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    out, at = [], 0
+    while at + _TX_HEAD.size <= len(raw):
+        rx_offset, host_ns, length = _TX_HEAD.unpack_from(raw, at)
+        at += _TX_HEAD.size
+        if at + length > len(raw):
+            break
+        out.append(SentFrame(rx_offset, host_ns, raw[at : at + length]))
+        at += length
+    return out
+
+
+def recorded_presses(part_path: str | Path) -> list[tuple[int, str, int]]:
+    """The referee's presses from the page or the broker that a part kept (``.tx``): each as
+    (where the received stream stood, key, arg), for a replay to press them at the same place.
+
+    They are KEYPAD frames from the host's node (0x80), the keypad's frame
+    as the host would have received it; the hub never sees them.
+    """
+    from protocol.catalogue import HOST_NODE, KEYPAD_KEYS
+    from protocol.framing import Message, parse_frame
+
+    presses = []
+    for sent in read_sent(part_path):
+        msg = parse_frame(sent.data[:-1])
+        if isinstance(msg, Message) and msg.name == "KEYPAD" and msg.node == HOST_NODE:
+            key = KEYPAD_KEYS.get(msg.fields["key"])
+            if key is not None:
+                presses.append((sent.rx_offset, key, int(msg.fields["arg"])))
+    return presses
 
 
 class CaptureRecorder:
@@ -107,6 +168,7 @@ class CaptureRecorder:
         self.retry_s = retry_s
         self.bytes_lost = 0  # bytes read but not on disk because a write failed
         self.failures = 0  # times recording stopped on an error (each logged once)
+        self.sent_lost = 0  # host frames not kept: recording failing or closed
         self._failing = False
         self._lost_in_failure = 0
         self._retry_at = 0.0
@@ -116,6 +178,7 @@ class CaptureRecorder:
         self._lock = threading.Lock()
         self._bin: BinaryIO | None = None
         self._rxt: BinaryIO | None = None
+        self._tx: BinaryIO | None = None  # opened by the first write_sent of a part
         self._part_bytes = 0
         self._part_opened = 0.0
         self._unflushed = 0
@@ -169,6 +232,23 @@ class CaptureRecorder:
                     self._part_name,
                     self._lost_in_failure,
                 )
+
+    def write_sent(self, frame: bytes, host_tx_ns: int) -> None:
+        """Keep one frame the host sent (``.tx``), placed after the bytes received so far.
+
+        Thread-safe (the command link's thread calls it).  While the recording
+        fails, or after close, the frame is counted in :attr:`sent_lost`.
+        """
+        with self._lock:
+            if self._closed or self._failing or self._bin is None:
+                self.sent_lost += 1
+                return
+            try:
+                if self._tx is None:
+                    self._tx = open(self.path.with_suffix(SENT_SUFFIX), "ab")  # noqa: SIM115
+                self._tx.write(_TX_HEAD.pack(self._part_bytes, host_tx_ns, len(frame)) + frame)
+            except OSError as exc:
+                self._fail(exc, 0)
 
     def record(self, chunk: Chunk) -> None:
         """``write`` for a transport :class:`~firmware_host.transport.Chunk` (an ``on_chunk``)."""
@@ -225,18 +305,18 @@ class CaptureRecorder:
         log.info("recording to %s", path)
 
     def _close_part(self) -> None:
-        files = [f for f in (self._bin, self._rxt) if f is not None]
+        files = [f for f in (self._bin, self._rxt, self._tx) if f is not None]
         for f in files:  # an OSError here leaves both open for _fail to account
             f.flush()
             os.fsync(f.fileno())
         for f in files:
             f.close()
-        self._bin = self._rxt = None
+        self._bin = self._rxt = self._tx = None
         self._unflushed = 0
 
     def _flush_locked(self) -> None:
         try:
-            for f in (self._bin, self._rxt):
+            for f in (self._bin, self._rxt, self._tx):
                 if f is not None:
                     f.flush()
         except OSError as exc:
@@ -290,7 +370,7 @@ class CaptureRecorder:
                 on_disk = os.fstat(self._bin.fileno()).st_size
             except (OSError, ValueError):  # ValueError: closed, so flushed and synced
                 on_disk = self._part_bytes
-        for f in (self._bin, self._rxt):
+        for f in (self._bin, self._rxt, self._tx):
             if f is not None:
                 try:
                     f.close()
@@ -299,12 +379,12 @@ class CaptureRecorder:
         if self._bin is not None and on_disk == 0 and self.paths:
             # nothing of this part reached the disk: no empty file, and its number is reused
             path = self.paths.pop()
-            for name in (path, path.with_suffix(".rxt")):
+            for name in (path, path.with_suffix(".rxt"), path.with_suffix(SENT_SUFFIX)):
                 try:
                     name.unlink()
                 except OSError:
                     pass
-        self._bin = self._rxt = None
+        self._bin = self._rxt = self._tx = None
         self._unflushed = 0
         return on_disk
 

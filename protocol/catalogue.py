@@ -231,6 +231,7 @@ KEYPAD_KEYS: dict[int, str] = {
     7: "referee_clear",
     8: "new_frame",
 }
+KEYPAD_CODES: dict[str, int] = {name: code for code, name in KEYPAD_KEYS.items()}
 NODE_STATUS_CODES: dict[int, str] = {
     0: "online",
     1: "offline",

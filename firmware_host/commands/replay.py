@@ -38,10 +38,13 @@ def run(args: argparse.Namespace) -> int:
         rules_config,
     )
     from ..pipeline import Pipeline, replay
+    from ..recorder import recorded_presses
 
     data = read_binary(args.capture)
     pipe = Pipeline(rules_config(args))
-    result = replay(data, pipe=pipe)
+    # a daemon's recording keeps the referee's keys pressed on the page (.tx beside the part)
+    presses = recorded_presses(args.capture) if args.capture != "-" else []
+    result = replay(data, pipe=pipe, presses=presses)
     if not (result.events or result.lines):
         # Nothing decided: count the frames (again, in bulk) to tell "no capture" from a quiet one.
         stats = decode_capture(data).stats

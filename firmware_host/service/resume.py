@@ -5,7 +5,8 @@ a crash, an upgrade), mid-shot and mid-frame.  The match state -- whose
 turn it is, the frame, the shot count, balls pocketed -- lives only in the
 referee, so it is rebuilt by feeding the day's recording (``run --record
 DIR``, the parts of today's UTC date, in name order) through the fresh
-pipeline before the port is read.  The verdicts of that replay are history:
+pipeline before the port is read, with the referee's keys pressed from
+the page or the broker where they were (the ``.tx`` side file).  The verdicts of that replay are history:
 they are counted, not printed and not sent to the lamp.  The pipeline is not
 flushed, so a shot the restart cut in two is finished by the live stream;
 the frames lost while no daemon read the port are counted as lost, and a
@@ -18,8 +19,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-CHUNK = 4096  # fed as the port would deliver it, so the live path is the one exercised
 
 
 @dataclass
@@ -40,15 +39,18 @@ def todays_parts(folder: str | Path, now: datetime | None = None) -> list[Path]:
 
 def resume(pipeline: Any, parts: list[Path]) -> Resumed:
     """Feed ``parts`` through ``pipeline`` (a :class:`~firmware_host.pipeline.Pipeline`)."""
+    from ..pipeline import replay
+    from ..recorder import recorded_presses
+
     total = verdicts = 0
     shot = None
     for part in parts:
         data = part.read_bytes()
         total += len(data)
-        for start in range(0, len(data), CHUNK):
-            for line in pipeline.feed(data[start : start + CHUNK]).lines:
-                if line.get("kind") == "verdict":
-                    verdicts += 1
-                    shot = line.get("shot") or shot
+        step = replay(data, pipe=pipeline, presses=recorded_presses(part), flush=False)
+        for line in step.lines:
+            if line.get("kind") == "verdict":
+                verdicts += 1
+                shot = line.get("shot") or shot
     state = pipeline.referee.state
     return Resumed(len(parts), total, verdicts, shot, state.frame, state.to_play)

@@ -22,8 +22,15 @@ EVERY_S = 60.0
 DAY_S = 86_400.0
 
 
+SIDE_FILES = (".rxt", ".tx")  # host receive times, frames the host sent (recorder.py)
+
+
+def _files(part: Path) -> list[Path]:
+    return [part, *(part.with_suffix(suffix) for suffix in SIDE_FILES)]
+
+
 def _size(part: Path) -> int:
-    return sum(p.stat().st_size for p in (part, part.with_suffix(".rxt")) if p.exists())
+    return sum(p.stat().st_size for p in _files(part) if p.exists())
 
 
 def prune(
@@ -45,7 +52,7 @@ def prune(
         too_much = keep_bytes is not None and total > keep_bytes
         if not (too_old or too_much):
             break  # the rest are newer and fit
-        for p in (part, part.with_suffix(".rxt")):
+        for p in _files(part):
             p.unlink(missing_ok=True)
         total -= sizes[part]
         gone.append(part)

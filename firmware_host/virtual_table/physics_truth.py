@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from protocol.catalogue import KEYPAD_KEYS
+from protocol.catalogue import KEYPAD_CODES
 from protocol.geometry import DEFAULT_TABLE, Table
 
 from .physics import (
@@ -46,7 +46,6 @@ from .truth import MOVING, N_BALLS, MatchTruth
 MERGE_S = 0.001
 FROZEN_GAP_MM = 1.5
 PATH_CHORD_MM = 0.5  # largest gap between a curved path and its polyline
-KEY_CODES = {name: code for code, name in KEYPAD_KEYS.items()}
 
 # order of events that share a time: a ball stops, then the shot ends, then the next starts
 _ORDER = {
@@ -200,8 +199,8 @@ class Timeline:
         self.marks.append({"type": "rest", "t_s": self.t, "shot": None, **self._layout(self.t)})
 
     def keypad(self, key: str, arg: int = 0) -> None:
-        if key not in KEY_CODES:
-            raise ValueError(f"unknown key {key!r}, one of {sorted(KEY_CODES)}")
+        if key not in KEYPAD_CODES:
+            raise ValueError(f"unknown key {key!r}, one of {sorted(KEYPAD_CODES)}")
         self.marks.append({"type": "keypad", "t_s": self.t, "shot": None, "key": key, "arg": arg})
 
     def strike(self, shot: Shot, *, player: int = 1, is_break: bool = False) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from protocol.catalogue import BY_NAME, KEYPAD_KEYS, PROTOCOL_VERSION
+from protocol.catalogue import BY_NAME, KEYPAD_CODES, PROTOCOL_VERSION
 from protocol.layout import layout
 
 from .truth import MOVING, OCCLUDED, MatchTruth
@@ -433,7 +433,6 @@ def tracker(
 
 def keypad(truth: MatchTruth, rng: np.random.Generator) -> Batch:
     """KEYPAD presses the scenario made (key names as EVENTS.md writes them)."""
-    codes = {name: code for code, name in KEYPAD_KEYS.items()}
     presses = events_of(truth, "keypad")
     t = np.array([e["t_s"] for e in presses], float)
     return Batch.build(
@@ -442,7 +441,7 @@ def keypad(truth: MatchTruth, rng: np.random.Generator) -> Batch:
         t,
         t,
         _latency(rng, len(t), 1.0, 5.0),
-        key=[codes[e["key"]] for e in presses],
+        key=[KEYPAD_CODES[e["key"]] for e in presses],
         arg=[e.get("arg", 0) for e in presses],
     )
 
