@@ -10,6 +10,7 @@ import pytest
 
 from firmware_host.mqtt.broker import Mosquitto, mosquitto_path
 from firmware_host.mqtt.club import Club
+from firmware_host.mqtt.publisher import Tls
 from firmware_host.mqtt.topics import broker_url
 
 
@@ -31,9 +32,11 @@ def as_printed(message: dict) -> dict:
 class Subscriber:
     """Every table's messages once each, as a club page sees them (a persistent session)."""
 
-    def __init__(self, url: str, client_id: str = "test-subscriber") -> None:
+    def __init__(
+        self, url: str, client_id: str = "test-subscriber", tls: Tls | None = None
+    ) -> None:
         self.messages: list[tuple[str, str, dict]] = []
-        self.club = Club(broker_url(url), self._got, client_id=client_id).start()
+        self.club = Club(broker_url(url), self._got, client_id=client_id, tls=tls).start()
         assert self.club.connected.wait(10), "the subscriber could not reach the broker"
 
     def _got(self, table: str, kind: str, message: dict) -> None:

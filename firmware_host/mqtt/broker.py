@@ -40,8 +40,10 @@ class Mosquitto:
         folder: str | Path | None = None,
         port: int | None = None,
         auth: tuple[Path, Path] | None = None,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
-        """``auth``: (password file, ACL file): no anonymous client, each user its topics."""
+        """``auth``: (password file, ACL file): no anonymous client, each user its topics.
+        ``tls``: (certificate, key): the listener speaks TLS only (``mqtts://``)."""
         path = mosquitto_path()
         if path is None:
             raise FileNotFoundError("mosquitto is not installed (apt-get install mosquitto)")
@@ -50,27 +52,29 @@ class Mosquitto:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.config = self.folder / "mosquitto.conf"
-        access = (
-            f"allow_anonymous false\npassword_file {auth[0]}\nacl_file {auth[1]}\n"
-            if auth
-            else "allow_anonymous true\n"
-        )
-        self.config.write_text(
-            f"listener {self.port} 127.0.0.1\n"
-            f"user {getpass.getuser()}\n"  # as root it would drop to `mosquitto`: no files
-            f"{access}"
-            "persistence true\n"
-            f"persistence_location {self.folder}/\n"
-            "autosave_interval 1\n"
-            "max_queued_messages 100000\n"
-            "max_inflight_messages 100\n"
-            f"log_dest file {self.folder}/mosquitto.log\n"
-        )
+        lines = [f"listener {self.port} 127.0.0.1"]
+        if tls:
+            lines += [f"certfile {tls[0]}", f"keyfile {tls[1]}"]
+        if auth:
+            lines += ["allow_anonymous false", f"password_file {auth[0]}", f"acl_file {auth[1]}"]
+        else:
+            lines += ["allow_anonymous true"]
+        lines += [
+            f"user {getpass.getuser()}",  # as root it would drop to `mosquitto`: no files
+            "persistence true",
+            f"persistence_location {self.folder}/",
+            "autosave_interval 1",
+            "max_queued_messages 100000",
+            "max_inflight_messages 100",
+            f"log_dest file {self.folder}/mosquitto.log",
+        ]
+        self.config.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen[bytes] | None = None
+        self.tls = tls is not None
 
     @property
     def url(self) -> str:
-        return f"mqtt://127.0.0.1:{self.port}"
+        return f"{'mqtts' if self.tls else 'mqtt'}://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         self.proc = subprocess.Popen(

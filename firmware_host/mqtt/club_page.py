@@ -80,14 +80,8 @@ class ClubServer(WebServer):
         super().__init__(feed, host, port)  # type: ignore[arg-type]
         self.club_feed = feed
 
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/", self.page)
-        app.router.add_get("/style.css", self.style)
-        app.router.add_get("/events", self.events)
-        app.router.add_get("/healthz", self.healthz)
+    def routes(self, app: web.Application) -> None:
         app.router.add_post("/command", self.command)
-        return app
 
     async def command(self, request: web.Request) -> web.Response:
         """``{"table", "key", "arg", "token"}`` → the table's outcome (or 504: no answer)."""

@@ -70,9 +70,13 @@ class WebServer:
         app.router.add_get("/style.css", self.style)
         app.router.add_get("/events", self.events)
         app.router.add_get("/healthz", self.healthz)
+        self.routes(app)
+        return app
+
+    def routes(self, app: web.Application) -> None:
+        """The live page's own: its shots' pictures and the referee's keys."""
         app.router.add_get("/shot/{number:\\d+}.svg", self.shot)
         app.router.add_post("/control", self.control)
-        return app
 
     def start(self) -> int:
         """Serve from a thread of its own; the port bound (``port`` 0: any free one)."""
