@@ -26,6 +26,7 @@ from firmware_host.pipeline import replay
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
+from protocol.catalogue import INDICATOR_STATES
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEED = 10.0
@@ -96,6 +97,7 @@ def test_a_30_s_outage_mid_match_loses_no_verdict_and_delays_no_lamp(broker, tmp
         broker.start()
         wait_for(lambda: hub.finished, 120, "the end of the match")
         time.sleep(0.3)
+        lamp = hub.commands.indicator  # what the table's lamp shows at the end
     finally:
         stop.set()
         runner.join(20)
@@ -116,6 +118,8 @@ def test_a_30_s_outage_mid_match_loses_no_verdict_and_delays_no_lamp(broker, tmp
     assert sum(line["kind"] == "verdict" for line in in_outage) >= 3, "no verdict in the outage"
     assert queued_in_outage > 0
     assert got == printed  # every line once (after de-dup), in order
+    lamps = [m for t, kind, m in subscriber.messages if t == "t1" and kind == "lamp"]
+    assert INDICATOR_STATES[lamps[-1]["state"]] == lamp  # the lamp topic is the table's lamp
     # Refereeing and the lamp never waited on the network: each turn of the pipeline thread
     # (which takes the frames and sends the lamp commands) stayed within the live-release bound.
     assert np.percentile(gaps, 99) <= RELEASE_MS and gaps.max() <= 2 * RELEASE_MS
