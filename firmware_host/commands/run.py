@@ -197,7 +197,8 @@ def add_broker_arguments(group: Any, url_help: str) -> None:
     group.add_argument(
         "--mqtt-password",
         metavar="TEXT",
-        help="the broker password (better in the config file: a command line is public)",
+        help="the broker password (a command line is public: better $FIRMWARE_HOST_MQTT_PASSWORD, "
+        "or run's config file)",
     )
     group.add_argument(
         "--mqtt-ca", metavar="FILE", help="the CA certificate that signed the broker"
@@ -218,7 +219,8 @@ def broker_settings(args: argparse.Namespace) -> tuple[Any, str | None, Any]:
     url = broker_url(args.mqtt)
     if args.mqtt_username:
         url = type(url)(url.host, url.port, url.tls, args.mqtt_username, url.password)
-    return url, args.mqtt_password, Tls(args.mqtt_ca, args.mqtt_cert, args.mqtt_key)
+    password = args.mqtt_password or os.environ.get("FIRMWARE_HOST_MQTT_PASSWORD")
+    return url, password, Tls(args.mqtt_ca, args.mqtt_cert, args.mqtt_key)
 
 
 def add_mqtt_arguments(parser: argparse.ArgumentParser) -> None:

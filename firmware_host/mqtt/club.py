@@ -76,7 +76,9 @@ class Club:
         with self._lock:
             return {t: dict(kinds) for t, kinds in self.tables.items()}
 
-    def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any):
+    def _on_connect(
+        self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any
+    ) -> None:
         if not rc.is_failure:
             client.subscribe(f"{ROOT}/#", qos=1)
             self.connected.set()

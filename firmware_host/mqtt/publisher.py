@@ -209,7 +209,9 @@ class TablePublisher:
 
     # -- paho's network thread ----------------------------------------------------------------
 
-    def _connected(self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any):
+    def _connected(
+        self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any
+    ) -> None:
         if rc.is_failure:
             log.warning("broker %s refused the connection: %s", self.url, rc)
             return
@@ -217,7 +219,9 @@ class TablePublisher:
         client.publish(self._topic("online"), self._online(True), qos=1, retain=True)
         self._inbox.put(("conn", True))
 
-    def _disconnected(self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any):
+    def _disconnected(
+        self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any
+    ) -> None:
         self._inbox.put(("conn", False))
 
     # -- the publisher thread -----------------------------------------------------------------
