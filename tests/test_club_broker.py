@@ -23,6 +23,7 @@ from firmware_host.mqtt.publisher import TablePublisher
 from firmware_host.mqtt.spool import Spool
 from firmware_host.mqtt.topics import broker_url
 from firmware_host.pipeline import replay
+from firmware_host.release_lag import SENSED
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
@@ -80,6 +81,15 @@ def test_a_30_s_outage_mid_match_loses_no_verdict_and_delays_no_lamp(broker, tmp
         sink_ns.append(time.perf_counter_ns() - t0)
 
     daemon.on_line = timed
+    lags: list[tuple[int, float]] = []  # (host ns, ms after its hub time) per sensed event
+
+    def released(event: dict) -> None:  # the daemon's own measure (release_lag.py), timed
+        now = time.monotonic_ns()
+        if event["type"] in SENSED and daemon.pipeline is not None:
+            hub_now = daemon.pipeline.events.timeline.hub_time_at(now)
+            lags.append((now, (hub_now - event["t_us"]) / 1000))
+
+    daemon.also(lambda line: None, released)
     stop = threading.Event()
     runner = threading.Thread(target=daemon.run, args=(stop,))
     try:
@@ -108,20 +118,28 @@ def test_a_30_s_outage_mid_match_loses_no_verdict_and_delays_no_lamp(broker, tmp
     got = subscriber.wait_lines("t1", len(printed))
     subscriber.close()
     gaps = turns.gaps_ms(down_ns, up_ns)
+    # at SPEED x, a host millisecond is SPEED hub milliseconds: the lag in host time
+    lag = np.array([ms for t, ms in lags if down_ns <= t <= up_ns]) / SPEED
+    before = np.array([ms for t, ms in lags if t < down_ns]) / SPEED
     print(
         f"\n{len(printed)} lines, {len(in_outage)} decided in the {OUTAGE_S:g} s outage, "
         f"{queued_in_outage} messages queued then; {subscriber.club.duplicates} duplicates "
         f"dropped; pipeline turns in the outage p50 {np.median(gaps):.1f} ms, p99 "
         f"{np.percentile(gaps, 99):.1f} ms, max {gaps.max():.1f} ms; the broker sink "
-        f"max {max(sink_ns) / 1e6:.2f} ms"
+        f"max {max(sink_ns) / 1e6:.2f} ms; {len(lag)} sensed events in the outage out "
+        f"{np.median(lag):.1f} ms after their hub time (p50), p99 {np.percentile(lag, 99):.1f} "
+        f"ms, max {lag.max():.1f} ms (host time; before the outage p50 {np.median(before):.1f}, "
+        f"p99 {np.percentile(before, 99):.1f} ms)"
     )
     assert sum(line["kind"] == "verdict" for line in in_outage) >= 3, "no verdict in the outage"
     assert queued_in_outage > 0
     assert got == printed  # every line once (after de-dup), in order
     lamps = [m for t, kind, m in subscriber.messages if t == "t1" and kind == "lamp"]
     assert INDICATOR_STATES[lamps[-1]["state"]] == lamp  # the lamp topic is the table's lamp
-    # Refereeing and the lamp never waited on the network: each turn of the pipeline thread
-    # (which takes the frames and sends the lamp commands) stayed within the live-release bound.
+    # Refereeing and the lamp never waited on the network: the events released in the outage
+    # left within the live bound of their hub time, and each turn of the pipeline thread (which
+    # takes the frames and sends the lamp commands) stayed within it.
+    assert len(lag) > 100 and lag.max() <= RELEASE_MS
     assert np.percentile(gaps, 99) <= RELEASE_MS and gaps.max() <= 2 * RELEASE_MS
     assert max(sink_ns) / 1e6 < 10.0
 
