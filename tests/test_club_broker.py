@@ -155,12 +155,16 @@ def run_table(url: str, spool: Path, *options: str) -> subprocess.Popen[str]:
     )
 
 
-def test_a_daemon_killed_while_the_broker_is_away_delivers_its_queue_after_a_restart(
+def test_a_daemon_killed_while_the_broker_is_away_delivers_its_verdicts_after_a_restart(
     broker, tmp_path
 ):
     spool = tmp_path / "q.sqlite"
     broker.stop()  # the hall's network is down
-    first = run_table(broker.url, spool, "--seed", "4", "--minutes", "2", "--speed", "10")
+    # a small queue: the oldest events must go to make room, never a verdict
+    first = run_table(
+        broker.url, spool, "--seed", "4", "--minutes", "2", "--speed", "10",
+        "--mqtt-spool-max", "100",
+    )  # fmt: skip
     printed: list[dict] = []
     try:
         assert first.stdout is not None
@@ -192,3 +196,4 @@ def test_a_daemon_killed_while_the_broker_is_away_delivers_its_queue_after_a_res
     assert latest["state"]["web"].startswith("http://127.0.0.1:")
     assert latest["online"]["online"] is False  # the clean stop at the end of the match
     assert latest["health"]["mqtt"]["connected"] is True
+    assert latest["health"]["mqtt"]["dropped_events"] > 0  # counted, and kept across the kill
