@@ -236,9 +236,12 @@ class TablePublisher:
                     items.append(self._inbox.get_nowait())
             except queue.Empty:
                 pass
-            self._take(items)
-            if self.connected:
-                self._send()
+            try:
+                self._take(items)
+                if self.connected:
+                    self._send()
+            except Exception:  # a bug here must not end the table's publishing for good
+                log.exception("mqtt publisher: %d messages not handled", len(items))
             if self._closing.is_set():
                 flush_until = flush_until or time.monotonic() + self._flush_s
                 idle = not self.connected or self.spool.rows == 0
@@ -266,12 +269,12 @@ class TablePublisher:
                 batch.extend(self._command(item[1]))
         self._unwritten += batch
         try:
-            if self._unwritten:
-                self.spool.put(self._unwritten)
-                self._unwritten = []
             if acked:
                 self.spool.done(acked)
                 self.sent += len(acked)
+            if self._unwritten:
+                self.spool.put(self._unwritten)
+                self._unwritten = []
         except sqlite3.Error as exc:  # a full disk: kept in memory, tried again each tick
             now = time.monotonic()
             if now - self._disk_said >= DISK_REPORT_S:
@@ -322,7 +325,10 @@ class TablePublisher:
             result = {"id": command_id, "ok": True, "key": command["key"]}
         except ValueError as exc:
             result = {"id": command_id, "ok": False, "error": str(exc)}
-        self.spool.remember_command(command_id, dumps(result))
+        try:
+            self.spool.remember_command(command_id, dumps(result))
+        except sqlite3.Error as exc:  # acted on; a second delivery would act again
+            log.error("referee command %s: not remembered (%s)", command_id, exc)
         log.info("referee command %s over the broker: %s", command_id, result)
         return result
 
@@ -340,6 +346,8 @@ def with_key(obj: str, key: str, value: str) -> str:
 def _bad_command(command: dict[str, Any]) -> str | None:
     if not isinstance(command.get("key"), str):
         return 'no "key" string'
+    if not isinstance(command.get("token", ""), str):
+        return 'refused: "token" must be a string'
     arg = command.get("arg", 0)
     if isinstance(arg, bool) or not isinstance(arg, int):
         return '"arg" must be an integer'
