@@ -46,6 +46,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "ports",
     "stats",
+    "monitor",
     "send",
     "ping",
     "pcap",

@@ -57,6 +57,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="stop at the first bad frame (exit status 1)"
     )
+    add_selection_arguments(parser, "frames")
+    for option, dest, which in (("--from", "t_from", "at or after"), ("--to", "t_to", "before")):
+        parser.add_argument(
+            option,
+            dest=dest,
+            type=finite_float(0, 2**32 / 1e6),
+            metavar="S",
+            help=f"only frames stamped {which} S seconds of their sender's clock (the hub's "
+            "for node 0; ICD 3)",
+        )
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--type NAME`` and ``--node N``, repeatable: the selection decode and monitor share."""
     parser.add_argument(
         "--type",
         action="append",
@@ -68,17 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         type=int_in(0, 255),
         metavar="N",
-        help="only frames from these nodes (repeatable; 0 the hub, 3 the cue, ...)",
+        help=f"only {what} from these nodes (repeatable; 0 the hub, 3 the cue, ...)",
     )
-    for option, dest, which in (("--from", "t_from", "at or after"), ("--to", "t_to", "before")):
-        parser.add_argument(
-            option,
-            dest=dest,
-            type=finite_float(0, 2**32 / 1e6),
-            metavar="S",
-            help=f"only frames stamped {which} S seconds of their sender's clock (the hub's "
-            "for node 0; ICD 3)",
-        )
 
 
 def _json_line(item: Any) -> dict[str, Any]:
@@ -104,17 +109,18 @@ def _json_line(item: Any) -> dict[str, Any]:
     }
 
 
+def field_text(name: str, value: Any) -> str:
+    """One decoded field as ``name=value`` (a tracker frame's balls as ``ball:x,y/state``)."""
+    if name == "balls":
+        balls = " ".join(f"{b['ball']}:{b['x']},{b['y']}/{b['state']}" for b in value)
+        return f"balls[{len(value)}]={balls}"
+    if isinstance(value, str):
+        return f"{name}={value!r}"
+    return f"{name}={value}"
+
+
 def _fields_text(fields: dict[str, Any]) -> str:
-    parts = []
-    for name, value in fields.items():
-        if name == "balls":
-            balls = " ".join(f"{b['ball']}:{b['x']},{b['y']}/{b['state']}" for b in value)
-            parts.append(f"balls[{len(value)}]={balls}")
-        elif isinstance(value, str):
-            parts.append(f"{name}={value!r}")
-        else:
-            parts.append(f"{name}={value}")
-    return " ".join(parts)
+    return " ".join(field_text(name, value) for name, value in fields.items())
 
 
 def _text_line(item: Any) -> str:
@@ -216,18 +222,23 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
         )
 
 
-def run(args: argparse.Namespace) -> int:
+def wanted_types(names: list[str] | None) -> set[str] | None:
+    """``--type`` names, checked against the catalogue (upper-cased); None: every type."""
     from protocol.catalogue import BY_NAME
+
+    if not names:
+        return None
+    unknown = [name for name in names if name.upper() not in BY_NAME]
+    if unknown:
+        raise UsageError(f"--type {unknown[0]}: no such message (see `firmware-host dump`)")
+    return {name.upper() for name in names}
+
+
+def run(args: argparse.Namespace) -> int:
     from protocol.decoder import StreamDecoder
     from protocol.framing import BadFrame
 
-    wanted = None
-    if args.type:
-        unknown = [name for name in args.type if name.upper() not in BY_NAME]
-        if unknown:
-            raise UsageError(f"--type {unknown[0]}: no such message (see `firmware-host dump`)")
-        wanted = {name.upper() for name in args.type}
-
+    wanted = wanted_types(args.type)
     if (args.capture is None) == (args.port is None):
         raise UsageError("give a CAPTURE (- for stdin) or --port URL, one of them")
     if args.follow and args.capture in (None, "-"):
