@@ -81,6 +81,7 @@ def measure(minutes: float, seed: int, clients: int) -> dict:
         "max_ms": round(ms[-1], 1) if ms else None,
         "release_p99_ms": float(lag.group(1)) if lag else None,
         "release_max_ms": float(lag.group(2)) if lag else None,
+        "daemon_summary": summary.strip(),
     }
 
 
@@ -101,6 +102,7 @@ def main() -> None:
         f"the daemon's release lag meanwhile p99 {figures['release_p99_ms']} ms, "
         f"max {figures['release_max_ms']} ms"
     )
+    print(figures["daemon_summary"])
 
 
 if __name__ == "__main__":

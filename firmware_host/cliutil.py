@@ -221,16 +221,19 @@ def dumps(obj: Any, **kwargs: Any) -> str:
 # -- live commands -----------------------------------------------------------------
 
 
-def add_port_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``--port/--baud`` group every live command takes."""
+PORT_HELP = "serial device or pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT, loop://)"
+
+
+def add_port_arguments(
+    parser: argparse.ArgumentParser,
+    default: str = "the built-in virtual table on a pseudo-terminal",
+) -> Any:
+    """The ``--port/--baud`` group every live command takes; ``default`` says what no
+    ``--port`` means.  Returns the group, for a command's own link options."""
     group = parser.add_argument_group("serial link")
-    group.add_argument(
-        "--port",
-        metavar="URL",
-        help="serial device or pyserial URL (socket://HOST:PORT, rfc2217://HOST:PORT, loop://); "
-        "default: the built-in virtual table on a pseudo-terminal",
-    )
+    group.add_argument("--port", metavar="URL", help=f"{PORT_HELP}; default: {default}")
     add_baud_argument(group)
+    return group
 
 
 def add_baud_argument(parser: Any) -> None:

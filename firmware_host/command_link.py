@@ -414,13 +414,15 @@ class CommandLink:
 
     def _act(self, step: Step) -> None:
         for frame in step.frames:
+            # stamped before the write: an answer read on another thread is always later
+            sent_ns = time.monotonic_ns()
             try:
                 written = self._write(frame)
             except OSError as exc:  # a writer that raises instead of returning False
                 log.warning("command frame not written: %s", exc)
                 continue
             if written is not False and self._on_sent is not None:
-                self._on_sent(frame, time.monotonic_ns())
+                self._on_sent(frame, sent_ns)
         for change in step.health:
             level = logging.WARNING if change.health is LinkHealth.FAILED else logging.INFO
             log.log(

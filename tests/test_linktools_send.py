@@ -5,11 +5,10 @@ a wrong type, field, value or range is one line naming it and status 2."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
+from proc_util import run_cli as cli
 
 from firmware_host.virtual_table.faults import FaultPlan
 from firmware_host.virtual_table.hub import HubConfig, Wire, build_wire
@@ -19,30 +18,20 @@ from firmware_host.virtual_table.scenarios import random_match
 MINUTES = 0.5
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def wire(faults: str = "") -> Wire:
-    match = random_match(seed=2, minutes=MINUTES)
-    return build_wire(match, HubConfig(seed=4, faults=FaultPlan.parse(faults)))
+def wire(faults: FaultPlan) -> Wire:
+    return build_wire(random_match(seed=2, minutes=MINUTES), HubConfig(seed=4, faults=faults))
 
 
 @pytest.fixture(scope="module")
 def healthy() -> Iterator[VirtualHub]:
-    with VirtualHub(wire()) as hub:
+    with VirtualHub(wire(FaultPlan())) as hub:
         yield hub
 
 
 @pytest.fixture(scope="module")
 def silent() -> Iterator[VirtualHub]:
-    with VirtualHub(wire(f"noack@0-{MINUTES * 60:g}")) as hub:
+    # silent from its boot (half a second before the match) to well after the match
+    with VirtualHub(wire(FaultPlan(no_ack=((-10.0, 1000.0),)))) as hub:
         yield hub
 
 
@@ -100,3 +89,9 @@ def test_a_wrong_command_is_one_line_naming_it(
     done = cli("send", "--port", healthy.device, *words)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith(f"firmware-host send: {says}") and done.stderr.count("\n") == 1
+
+
+def test_send_without_a_port_says_so() -> None:
+    done = cli("send", "PING", "token=1")
+    assert done.returncode == 2
+    assert done.stderr == "firmware-host send: --port URL is needed: the table to send to\n"

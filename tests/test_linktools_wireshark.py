@@ -7,11 +7,11 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from proc_util import run_cli as cli
 
 from protocol.catalogue import MESSAGES
 from protocol.framing import encode_frame
@@ -27,15 +27,6 @@ EXPERT_OF_ERROR = {
 }
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        check=False,
-        capture_output=True,
-        timeout=300,
-    )
-
-
 @pytest.fixture
 def every_frame(tmp_path: Path, vectors: dict[str, Any]) -> Path:
     """The ICD's golden frames (every message type, bad ones, an unknown type), a
@@ -47,6 +38,16 @@ def every_frame(tmp_path: Path, vectors: dict[str, Any]) -> Path:
     wire += encode_frame("LOG", node=3, seq=41, t_us=6, level=2, text="кий: 1.0 °C")
     path = tmp_path / "capture-20261202-140000-0001.bin"
     path.write_bytes(wire)
+    return path
+
+
+@pytest.fixture
+def virtual_match(tmp_path: Path) -> Path:
+    """A quarter-minute match on the virtual table with a garbage burst and a damaged frame."""
+    path = tmp_path / "match.bin"
+    done = cli("simulate", "--capture", str(path), "--minutes", "0.25", "--seed", "3",
+               "--faults", "garbage@5,drop@9")  # fmt: skip
+    assert done.returncode == 0, done.stderr
     return path
 
 
@@ -100,17 +101,23 @@ def shown_fields(layer: dict[str, Any], name: str) -> dict[str, Any]:
     return out
 
 
-def test_tshark_shows_every_field_as_decode_does(tmp_path: Path, every_frame: Path) -> None:
+@pytest.mark.parametrize("source", ["every_frame", "virtual_match"])
+def test_tshark_shows_every_field_as_decode_does(
+    tmp_path: Path, source: str, request: pytest.FixtureRequest
+) -> None:
+    capture: Path = request.getfixturevalue(source)
     lua, pcap = tmp_path / "firmware_host.lua", tmp_path / "out.pcapng"
     assert cli("dissector", "-o", str(lua)).returncode == 0
-    done = cli("pcap", str(every_frame), "-o", str(pcap))
+    done = cli("pcap", str(capture), "-o", str(pcap))
     assert done.returncode == 0, done.stderr
-    decoded = [json.loads(x) for x in cli("decode", "--json", str(every_frame)).stdout.splitlines()]
+    decoded = [json.loads(x) for x in cli("decode", "--json", str(capture)).stdout.splitlines()]
     decoded.pop()  # the summary
     packets = tshark_packets(pcap, lua)
     by_offset = {int(one(p["pkt_comment"]["frame.comment"]).split()[-1]): p for p in packets}
     assert len(packets) == len(decoded) == len(by_offset)
-    assert {m.name for m in MESSAGES} <= {line.get("type") for line in decoded}
+    if source == "every_frame":
+        assert {m.name for m in MESSAGES} <= {line.get("type") for line in decoded}
+    assert any("error" in line for line in decoded)
     for line in decoded:
         layer = by_offset[line["offset"]]["firmware_host"]
         if "error" in line:
@@ -170,5 +177,5 @@ def test_pcapng_blocks_are_well_formed(tmp_path: Path, every_frame: Path) -> Non
 )
 def test_bad_paths_are_one_line_and_status_2(argv: list[str], says: str) -> None:
     done = cli(*argv)
-    err = done.stderr.decode()
+    err = done.stderr
     assert done.returncode == 2 and err.startswith(says) and err.count("\n") == 1, err

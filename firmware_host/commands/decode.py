@@ -6,6 +6,12 @@ format; the default is an aligned table for people.  Exit status 1 when the
 capture held bad frames (they are listed and counted) or ends in an
 over-long run of bytes without a delimiter (dropped as it came; the summary
 gives its length as ``dropped_bytes``), 2 when it cannot be read.
+
+A recording from ``run --record`` holds both directions: the frames the host
+sent (its ``.tx`` side file) are shown among the table's, in time order,
+each line marked with its direction (``->`` sent, ``<-`` received; in JSON
+``"direction": "host"`` or ``"table"``); a host line's ``offset`` is how far
+the table's stream had come when it was sent.
 """
 
 from __future__ import annotations
@@ -184,6 +190,46 @@ def _selected(item: Any, types: set[str] | None, args: argparse.Namespace) -> bo
     return args.t_to is None or (t_us is not None and t_us < args.t_to * 1e6)
 
 
+def _offset(item: Any) -> int:
+    """Where a decoded item starts in the capture (a retransmission: where it was seen)."""
+    from protocol.framing import Retransmission
+
+    return int((item.frame if isinstance(item, Retransmission) else item).offset)
+
+
+def _sent_frames(capture: str | None) -> Any:
+    """A two-way recording's host frames (its ``.tx``), or None: the capture is one-way."""
+    if capture in (None, "-"):
+        return None
+    from ..linktools.recording import SentInterleaver
+
+    sent = SentInterleaver(capture)
+    return sent if sent else None
+
+
+def _line_writer(as_json: bool, two_way: bool) -> Any:
+    """``line(item, sent)``: a table frame (``sent`` None) or a frame the host sent.
+
+    In a two-way recording every line says its direction (``"direction":
+    "table"`` / ``"host"``, the host's with its ``host_ns``; in the table view
+    ``<-`` received, ``->`` sent); a one-way capture's lines are unchanged.
+    """
+    if as_json:
+
+        def line(item: Any, sent: Any) -> str:
+            record = _json_line(item)
+            if two_way:
+                record["direction"] = "table" if sent is None else "host"
+                if sent is not None:
+                    record["host_ns"] = sent.host_ns
+            return dumps(record)
+
+        return line
+    if two_way:
+        return lambda item, sent: ("<- " if sent is None else "-> ") + _text_line(item)
+    return lambda item, sent: _text_line(item)
+
+
 def _summary(stats: Any, pending: int, dropped: int) -> dict[str, Any]:
     return {
         "frames": stats.frames,
@@ -207,6 +253,8 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
     out.write(f"\n{summary['frames']} frames decoded")
     out.write(f", {sum(summary['bad'].values())} bad, {summary['unknown']} of unknown type")
     out.write(f", {summary['duplicates']} duplicate retransmissions (marked DUPLICATE)\n")
+    if "host_frames" in summary:
+        out.write(f"  {summary['host_frames']} frames sent by the host (->)\n")
     out.writelines(f"  {name:<14} {n}\n" for name, n in summary["types"].items())
     out.writelines(f"  bad: {reason:<15} {n}\n" for reason, n in summary["bad"].items())
     out.writelines(
@@ -236,7 +284,7 @@ def wanted_types(names: list[str] | None) -> set[str] | None:
 
 def run(args: argparse.Namespace) -> int:
     from protocol.decoder import StreamDecoder
-    from protocol.framing import BadFrame
+    from protocol.framing import BadFrame, parse_frame
 
     wanted = wanted_types(args.type)
     if (args.capture is None) == (args.port is None):
@@ -246,18 +294,36 @@ def run(args: argparse.Namespace) -> int:
     if args.port is not None:
         check_port(args.port)
     out = sys.stdout
-    line = (lambda item: dumps(_json_line(item))) if args.json else _text_line
+    sent = _sent_frames(args.capture)
+    line = _line_writer(args.json, two_way=sent is not None)
     decoder = StreamDecoder()
     if not args.json:
-        out.write(f"{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n")
+        arrow = "   " if sent is not None else ""
+        out.write(
+            f"{arrow}{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n"
+        )
     live = args.port is not None or args.follow
+    host_frames = 0
+
+    def show_sent(frames: list[Any]) -> None:
+        nonlocal host_frames
+        for frame in frames:
+            host_frames += 1
+            msg = parse_frame(frame.data[:-1], frame.rx_offset)
+            if _selected(msg, wanted, args):
+                out.write(line(msg, frame) + "\n")
+
     try:
         # Only reading is the capture's fault (exit 2); a write error is stdout's (cli.main).
         for chunk in _link(args.port, args.baud) if args.port else _file(args.capture, args.follow):
+            if sent is not None and args.follow:
+                sent.refresh()  # the host's frames written since
             for item in decoder.feed(chunk).items():
+                if sent is not None:
+                    show_sent(sent.due(_offset(item)))
                 if not _selected(item, wanted, args):
                     continue
-                out.write(line(item) + "\n")
+                out.write(line(item, None) + "\n")
                 if live:
                     out.flush()
                 if args.strict and isinstance(item, BadFrame):
@@ -265,7 +331,12 @@ def run(args: argparse.Namespace) -> int:
     except SystemExit:
         if not live:  # Ctrl-C ends a live decode; its summary still follows
             raise
+    if sent is not None:
+        show_sent(sent.rest())
     stats = decoder.stats()
     dropped = decoder.dropped_bytes
-    _write_summary(out, _summary(stats, decoder.pending_bytes, dropped), args.json)
+    summary = _summary(stats, decoder.pending_bytes, dropped)
+    if sent is not None:
+        summary["host_frames"] = host_frames
+    _write_summary(out, summary, args.json)
     return 1 if stats.bad_total or dropped else 0

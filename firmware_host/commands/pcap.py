@@ -15,6 +15,8 @@ import argparse
 
 from ..cliutil import UsageError
 
+PROGRESS_S = 2.0
+
 EXAMPLES = """\
   firmware-host pcap capture-20261130-133500-0001.bin -o out.pcapng
   tshark -X lua_script:firmware_host.lua -r out.pcapng
@@ -26,25 +28,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "capture", metavar="CAPTURE", help="a recording part (.bin; its .rxt/.tx beside it)"
     )
     parser.add_argument(
-        "-o", "--output", metavar="OUT.pcapng", required=True, help="the pcapng file to write"
+        "-o",
+        "--output",
+        metavar="OUT.pcapng",
+        help="the pcapng file to write (default: CAPTURE with the suffix .pcapng)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
+    import time
+    from pathlib import Path
 
     from ..cliutil import read_binary
     from ..linktools.pcap import write_pcapng
     from ..linktools.recording import load
 
+    if args.capture == "-":
+        raise UsageError("CAPTURE: a file (its .rxt and .tx beside it are read too), not -")
+    output = args.output or str(Path(args.capture).with_suffix(".pcapng"))
     recording = load(args.capture, read_binary(args.capture))
+    said = [time.monotonic()]
+
+    def progress(done: int, total: int) -> None:  # a big capture is never silent for long
+        if time.monotonic() - said[0] >= PROGRESS_S:
+            said[0] = time.monotonic()
+            sys.stderr.write(f"firmware-host pcap: {done} of {total} packets\n")
+
     try:
-        with open(args.output, "wb") as out:
-            packets = write_pcapng(recording, out, args.capture)
+        with open(output, "wb") as out:
+            packets = write_pcapng(recording, out, args.capture, progress)
     except OSError as exc:
-        raise UsageError(f"--output {args.output}: {exc.strerror or exc}") from None
+        raise UsageError(f"--output {output}: {exc.strerror or exc}") from None
     sys.stderr.write(
         f"{packets} packets ({int(recording.host.sum())} sent by the host), "
-        f"{recording.clock} times: {args.output}\n"
+        f"{recording.clock} times: {output}\n"
     )
     return 0

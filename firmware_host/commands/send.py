@@ -29,9 +29,9 @@ EXAMPLES = """\
 
 
 def add_link_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--port`` (required here: a frame is sent to a table) and ``--seq``."""
-    add_port_arguments(parser)
-    parser.add_argument(
+    """``--port`` (needed: a frame goes to a table), ``--baud`` and ``--seq``."""
+    group = add_port_arguments(parser, default="none, a table is needed")
+    group.add_argument(
         "--seq",
         type=int_in(0, 0xFFFF),
         default=0,
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_link(args: argparse.Namespace) -> HostLink:
     """The link the arguments name; a resend is told on stdout as it goes out."""
-    from protocol.framing import parse_frame
+    from protocol.framing import Message, parse_frame
 
     from ..linktools.sender import HostLink
 
@@ -60,8 +60,8 @@ def open_link(args: argparse.Namespace) -> HostLink:
     check_port(args.port)
 
     def sent(frame: bytes, host_ns: int) -> None:
-        msg = parse_frame(frame[:-1])
-        if getattr(msg, "flags", 0) & 1:
+        msg = parse_frame(frame[:-1])  # the link's own frame: a Message
+        if isinstance(msg, Message) and msg.flags & 1:
             sys.stdout.write(f"  resent {msg.name} seq {msg.seq} (flags bit 0: no ACK in 50 ms)\n")
             sys.stdout.flush()
 
@@ -76,7 +76,7 @@ def describe(r: CommandResult) -> str:
 
     tries = f"{r.transmissions} transmission{'s' if r.transmissions != 1 else ''}"
     if r.outcome in (Outcome.ACKED, Outcome.REFUSED):
-        status = ACK_STATUS.get(r.status, str(r.status))
+        status = ACK_STATUS.get(r.status or 0, str(r.status))
         return (
             f"ACK {r.name} seq {r.seq}: status {r.status} ({status}), "
             f"round trip {(r.round_trip_ns or 0) / 1e6:.2f} ms ({tries})"

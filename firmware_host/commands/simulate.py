@@ -71,6 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--near-wrap", action="store_true", help="start every clock just below 2**32"
     )
     table.add_argument(
+        "--clock-ppm",
+        metavar="NODE=PPM",
+        action="append",
+        help="set a node's crystal error instead of drawing it within the datasheet's, e.g. "
+        "3=140 for a cue clock out of spec (repeatable)",
+    )
+    table.add_argument(
         "--faults",
         metavar="SPEC",
         default="",
@@ -96,6 +103,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     files.add_argument("--truth", metavar="TRUTH.jsonl", help="ground truth: events and verdicts")
     files.add_argument(
         "--frame-truth", metavar="FRAMES.npz", help="per-frame exact hub times and clocks"
+    )
+    files.add_argument(
+        "--rx-times",
+        metavar="OUT.rxt",
+        help="host receive times beside the capture, as a host with a perfect clock would "
+        "record them (recorder .rxt format)",
     )
 
 
@@ -137,6 +150,21 @@ def _within_match(plan: Any, duration_s: float) -> Any:
     )
 
 
+def _clock_ppm(items: list[str]) -> tuple[tuple[int, float], ...]:
+    """``--clock-ppm NODE=PPM`` items; a node 0-7 and a finite ppm within +-1000."""
+    out = []
+    for item in items:
+        node, _, ppm = item.partition("=")
+        try:
+            pair = (int(node), float(ppm))
+        except ValueError:
+            raise UsageError(f"--clock-ppm {item}: not NODE=PPM (e.g. 3=140)") from None
+        if not (0 <= pair[0] <= 7 and math.isfinite(pair[1]) and abs(pair[1]) <= 1000):
+            raise UsageError(f"--clock-ppm {item}: NODE is 0 to 7, PPM within +-1000")
+        out.append(pair)
+    return tuple(out)
+
+
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -150,8 +178,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not (args.pty or args.capture):
         raise UsageError("one of --pty or --capture is needed (or --scenario list)")
-    if args.pty and (args.truth or args.frame_truth):
-        raise UsageError("--truth/--frame-truth go with --capture, not --pty")
+    if args.pty and (args.truth or args.frame_truth or args.rx_times):
+        raise UsageError("--truth/--frame-truth/--rx-times go with --capture, not --pty")
     try:
         plan = FaultPlan.parse(args.faults)
     except ValueError as exc:
@@ -161,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
         sensors=args.sensors,
         tracker_hz=args.tracker_hz,
         near_wrap=args.near_wrap,
+        clock_ppm=_clock_ppm(args.clock_ppm or []),
         seed=args.seed,
         faults=_within_match(plan, match.duration_s),
     )
@@ -168,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         from ..virtual_table.capture import simulate
 
         try:
-            simulate(match, cfg, args.capture, args.truth, args.frame_truth)
+            simulate(match, cfg, args.capture, args.truth, args.frame_truth, args.rx_times)
         except OSError as exc:
             raise UsageError(f"{exc.filename}: {exc.strerror}") from None
         return 0

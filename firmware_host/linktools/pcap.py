@@ -11,6 +11,7 @@ recording's.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -30,8 +31,16 @@ def started_ns(path: str | Path) -> int:
     return int(when.timestamp()) * 1_000_000_000
 
 
-def write_pcapng(recording: Recording, out: BinaryIO, path: str | Path) -> int:
-    """Every frame as a packet; returns how many."""
+PROGRESS_EVERY = 1 << 16  # packets between two calls of ``progress``
+
+
+def write_pcapng(
+    recording: Recording,
+    out: BinaryIO,
+    path: str | Path,
+    progress: Callable[[int, int], object] = lambda done, total: None,
+) -> int:
+    """Every frame as a packet; returns how many.  ``progress(done, total)`` now and then."""
     writer = PcapngWriter(out)
     if not len(recording):
         return 0
@@ -45,4 +54,6 @@ def write_pcapng(recording: Recording, out: BinaryIO, path: str | Path) -> int:
             direction=OUTBOUND if host else INBOUND,
             comment=f"{'sent at' if host else 'offset'} {offset}",
         )
+        if i % PROGRESS_EVERY == PROGRESS_EVERY - 1:
+            progress(i + 1, len(recording))
     return writer.packets

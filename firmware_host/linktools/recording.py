@@ -10,7 +10,7 @@ recording has one, else the hub's: the unwrapped ``t_us`` of the latest hub
 frame at or before it on the wire (the hub stamps several frames a second,
 so that is the hub clock when the frame arrived, to within the gap between
 two hub frames).  A hub reboot restarts the hub clock at an arbitrary value:
-hub times are only ordered within one boot.
+each boot's hub times are carried on from where the last boot's ended.
 
 Frames are the runs between ``0x00`` delimiters, so a bad frame is a frame
 here too; bytes after the last delimiter are an unfinished frame and left
@@ -24,7 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..recorder import read_rx_times, read_sent
+from protocol.decoder import Decoded, decode_capture
+
+from ..recorder import SentFrame, read_rx_times, read_sent
 
 HOST_CLOCK, HUB_CLOCK = "host", "hub"
 _WRAP = 1 << 32
@@ -58,22 +60,52 @@ def wire_frames(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts[keep].astype(np.int64), ends[keep].astype(np.int64) + 1
 
 
-def hub_clock_at(buf: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The hub's unwrapped clock (µs) at each capture position: its latest frame's stamp.
+def arrival_ns(rx: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Host receive time (``.rxt`` records) of the chunk that held each byte offset."""
+    chunk = np.maximum(np.searchsorted(rx["offset"], offsets, side="right") - 1, 0)
+    return rx["host_rx_ns"][chunk]
 
-    Positions before the first hub frame take that first stamp; a capture
-    without one gives zeros.
+
+def unwrap_u32(t: np.ndarray) -> np.ndarray:
+    """A 32-bit clock (µs, wraps every 71.6 min) as int64 that keeps counting."""
+    t = t.astype(np.int64)
+    t[1:] += _WRAP * np.cumsum(np.diff(t) < -(_WRAP // 2))  # a wrap, not a step back
+    return t
+
+
+def boot_starts(decoded: Decoded) -> np.ndarray:
+    """Capture offsets where each boot after the first starts: a HELLO with a new
+    ``boot_id`` (the repeat after a REQUEST_HELLO keeps its id: not a reboot)."""
+    hello = decoded.tables.get("HELLO")
+    if hello is None or not len(hello):
+        return np.zeros(0, np.int64)
+    ids = hello["boot_id"]
+    return hello["offset"][np.flatnonzero(ids[1:] != ids[:-1]) + 1].astype(np.int64)
+
+
+def hub_clock_at(decoded: Decoded, positions: np.ndarray) -> np.ndarray:
+    """The hub's clock (µs) at each capture position: its latest frame's stamp.
+
+    Unwrapped, from 0 at the first hub frame, and each boot carried on from
+    where the last one ended (a reboot restarts the hub clock at an arbitrary
+    value), so the result never steps back by more than the hub's own frames
+    do.  Positions before the first hub frame take 0; a capture without one
+    gives zeros.
     """
-    from protocol.decoder import decode_capture
     from protocol.kernels import DUPLICATE, OK
 
-    frames = decode_capture(buf).frames
+    frames = decoded.frames
     hub = frames[np.isin(frames["status"], (OK, DUPLICATE)) & (frames["node"] == 0)]
     if not len(hub):
         return np.zeros(len(positions), np.int64)
-    t = hub["t_us"].astype(np.int64)
-    steps = np.diff(t)
-    t[1:] += _WRAP * np.cumsum(steps < -(_WRAP // 2))  # a wrap, not a step back
+    boot = np.searchsorted(boot_starts(decoded), hub["offset"], side="right")
+    t = np.empty(len(hub), np.int64)
+    carried = 0
+    for b in np.unique(boot).tolist():
+        mine = boot == b
+        stamps = unwrap_u32(hub["t_us"][mine])
+        t[mine] = stamps - stamps[0] + carried
+        carried = int(t[mine][-1])
     at = np.searchsorted(hub["offset"], positions, side="right") - 1
     return t[np.maximum(at, 0)]
 
@@ -91,13 +123,13 @@ def load(path: str | Path, data: bytes | None = None) -> Recording:
     rx = read_rx_times(rx_path) if rx_path.exists() else np.zeros(0)
     sent_at = np.array([s.rx_offset for s in sent], np.int64)
     if len(rx):
-        chunk = np.searchsorted(rx["offset"], stop - 1, side="right") - 1
-        table_t = rx["host_rx_ns"][np.maximum(chunk, 0)]
+        table_t = arrival_ns(rx, stop - 1)
         host_t = np.array([s.host_ns for s in sent], np.int64)
         clock = HOST_CLOCK
     else:
-        table_t = hub_clock_at(capture, start) * 1000
-        host_t = hub_clock_at(capture, np.maximum(sent_at - 1, 0)) * 1000
+        decoded = decode_capture(capture)
+        table_t = hub_clock_at(decoded, start) * 1000
+        host_t = hub_clock_at(decoded, np.maximum(sent_at - 1, 0)) * 1000
         clock = HUB_CLOCK
     # In time order; a host frame sent at the instant a chunk arrived comes after it.
     host = np.concatenate([np.zeros(len(start), bool), np.ones(len(sent), bool)])
@@ -114,3 +146,48 @@ def load(path: str | Path, data: bytes | None = None) -> Recording:
         time_ns=time_ns[order],
         clock=clock,
     )
+
+
+class SentInterleaver:
+    """The host's frames of a part, handed out between the table's frames in time order.
+
+    For a reader that streams the table's frames (``decode``): ask
+    :meth:`due` with each table frame's capture offset, in order, and get
+    the host frames sent before it.  With a ``.rxt`` the order is by host
+    time (a table frame's time is that of the chunk its first byte came
+    in); without one, by where the received stream stood when each was sent.
+    """
+
+    def __init__(self, part: str | Path) -> None:
+        self._part = Path(part)
+        self.pending: list[SentFrame] = []
+        self._taken = 0  # frames handed out so far
+        self._rx: np.ndarray | None = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read what was appended to the side files since (a recording still being written)."""
+        sent = read_sent(self._part)
+        self.pending += sent[self._taken + len(self.pending) :]
+        rx_path = self._part.with_suffix(".rxt")
+        self._rx = read_rx_times(rx_path) if rx_path.exists() else None
+
+    def __bool__(self) -> bool:
+        return bool(self.pending)
+
+    def due(self, offset: int) -> list[SentFrame]:
+        """The host frames sent before the table frame that starts at ``offset``."""
+        if self._rx is not None and len(self._rx):
+            arrived = int(arrival_ns(self._rx, np.array([offset]))[0])
+            n = next((i for i, s in enumerate(self.pending) if s.host_ns >= arrived), None)
+        else:
+            n = next((i for i, s in enumerate(self.pending) if s.rx_offset > offset), None)
+        n = len(self.pending) if n is None else n
+        out, self.pending = self.pending[:n], self.pending[n:]
+        self._taken += n
+        return out
+
+    def rest(self) -> list[SentFrame]:
+        out, self.pending = self.pending, []
+        self._taken += len(out)
+        return out

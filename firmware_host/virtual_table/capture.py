@@ -28,7 +28,7 @@ import numpy as np
 
 from protocol.catalogue import NODE_NAMES
 
-from .hub import FRAME_TRUTH, OFFLINE_NOTICE_S, HubConfig, Wire, build_wire
+from .hub import BAUD_S_PER_BYTE, FRAME_TRUTH, OFFLINE_NOTICE_S, HubConfig, Wire, build_wire
 from .truth import MatchTruth
 
 
@@ -134,17 +134,33 @@ def write_capture(wire: Wire, out: BinaryIO) -> int:
     return len(data)
 
 
+def rx_times(wire: Wire) -> np.ndarray:
+    """A ``.rxt`` for the capture: each chunk read the instant its last byte arrived,
+    by a host whose clock is true time (``host_rx_ns`` counts from the hub's boot)."""
+    from ..recorder import RX_TIMES_DTYPE
+
+    lengths = np.array([len(c) for c in wire.chunks], np.int64)
+    out = np.zeros(len(lengths), RX_TIMES_DTYPE)
+    out["offset"] = np.cumsum(lengths) - lengths
+    arrived_s = wire.chunk_s + lengths * BAUD_S_PER_BYTE - wire.start_s
+    out["host_rx_ns"] = np.rint(arrived_s * 1e9).astype(np.int64)
+    return out
+
+
 def simulate(
     match: MatchTruth,
     cfg: HubConfig,
     capture: str | Path,
     truth: str | Path | None = None,
     frame_truth: str | Path | None = None,
+    rx_times_path: str | Path | None = None,
 ) -> Wire:
     """Play ``match`` on the virtual table into files; returns the wire for inspection."""
     wire = build_wire(match, cfg)
     with open(capture, "wb") as out:
         write_capture(wire, out)
+    if rx_times_path is not None:
+        rx_times(wire).tofile(rx_times_path)
     if truth is not None:
         with open(truth, "w", encoding="utf-8") as out_text:
             write_truth(truth_lines(match, wire), out_text)

@@ -108,8 +108,13 @@ class Timeline:
         start_s: float,
         reboots_s: tuple[float, ...] = (),
         near_wrap: bool = False,
+        set_ppm: tuple[tuple[int, float], ...] = (),
     ) -> Timeline:
+        """``set_ppm``: (node, ppm) crystals to use instead of drawn ones, e.g. a cue
+        clock out of its datasheet limit for ``stats`` to find."""
         ppm, drift = crystal_errors(rng)
+        for node, value in set_ppm:
+            ppm[node] = value
         starts = (start_s, *sorted(reboots_s))
         boots = tuple(
             new_boot(rng, i, s, ppm, drift, near_wrap=near_wrap and i == 0)

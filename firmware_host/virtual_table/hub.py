@@ -70,6 +70,7 @@ class HubConfig:
     # share of shots the camera films with its phase at one of their ball contacts (tests)
     tracker_at_contacts: float = 0.0
     near_wrap: bool = False
+    clock_ppm: tuple[tuple[int, float], ...] = ()  # (node, ppm): crystals set, not drawn
     seed: int = 0
     faults: FaultPlan = field(default_factory=FaultPlan)
     hub_serial: int = 0x5EB1_0001
@@ -381,7 +382,7 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
     rng = np.random.default_rng(cfg.seed)
     start_s, end_s = -cfg.lead_s, truth.duration_s + cfg.tail_s
     plan = cfg.faults.resolve(rng, truth.duration_s, cfg.nodes)
-    timeline = Timeline.create(rng, start_s, plan.reboots_s, cfg.near_wrap)
+    timeline = Timeline.create(rng, start_s, plan.reboots_s, cfg.near_wrap, cfg.clock_ppm)
     batches = sense(truth, cfg.nodes, rng, cfg.tracker_hz, cfg.tracker_at_contacts)
     batches += [
         _hello_batch(timeline, cfg, truth),

@@ -1,8 +1,10 @@
-"""Processes as the tests see them through /proc: who a command left running."""
+"""Processes as the tests see them: who a command left running (/proc), a command run."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -18,3 +20,14 @@ def children(pid: int) -> set[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 found.add(int(entry))
     return found
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``firmware-host ARGS`` as a user runs it: its own process, text output, any status."""
+    return subprocess.run(
+        [sys.executable, "-m", "firmware_host", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -1,0 +1,104 @@
+"""Link health after the fact: frames, rates, gaps, loss, bad frames, reboots and clocks.
+
+Per node and message type: frames, rate and the longest gap; per node: frames
+lost (seq gaps) and retransmissions with their offsets, its clock's rate over
+time against the datasheet (ICD 7) and, when the recording has host receive
+times (the .rxt beside it), the arrival latency (above the node's fastest
+frame: p50, p95, max).  Bad frames by reason with their offsets, and hub
+reboots.  Every problem found is named in words at the end ("node 3 (cue):
+drift +140 ppm, datasheet ±100").  Exit status 1 when a problem was found.
+See docs/link-debugging.md for how drift is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+from ..cliutil import UsageError
+
+EXAMPLES = """\
+  firmware-host stats capture-20261130-133500-0001.bin
+  firmware-host stats --json match.bin | jq .problems
+  firmware-host stats --png link.png match.bin
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "capture",
+        metavar="CAPTURE",
+        help="raw capture (.bin; its .rxt beside it gives host times), or - for stdin",
+    )
+    parser.add_argument("--json", action="store_true", help="the whole report as one JSON object")
+    parser.add_argument(
+        "--png", metavar="OUT.png", help="also draw drift and loss over time (matplotlib)"
+    )
+
+
+def _text(report: dict[str, Any], out: TextIO) -> None:
+    from ..linktools.linkstats import node_label
+
+    clock = "host receive times" if report["clock"] == "host" else "the hub's clock"
+    out.write(f"{report['frames']} frames over {report['span_s']:.1f} s ({clock})\n\n")
+    out.write(f"{'node':<18} {'type':<14} {'frames':>8} {'per s':>8} {'longest gap':>12}\n")
+    out.writelines(
+        f"{node_label(int(node)):<18} {name:<14} {t['frames']:>8} "
+        f"{t['rate_hz']:>8.2f} {t['max_gap_s']:>10.3f} s\n"
+        for node, entry in report["nodes"].items()
+        for name, t in entry["types"].items()
+    )
+    out.write(
+        f"\n{'node':<18} {'lost':>6} {'retx':>6} {'clock ppm':>10} {'worst':>8} {'limit':>6}"
+        "  latency p50/p95/max ms\n"
+    )
+    for node, entry in report["nodes"].items():
+        c = entry.get("clock")
+        ppm = (
+            f"{c['ppm']:>+10.1f} {c['worst_ppm']:>+8.1f} {c['limit_ppm']:>6.0f}" if c else " " * 26
+        )
+        lat = entry.get("latency")
+        lat_text = f"{lat['p50_ms']:.1f}/{lat['p95_ms']:.1f}/{lat['max_ms']:.1f}" if lat else "-"
+        out.write(
+            f"{node_label(int(node)):<18} {entry['lost']['count']:>6} "
+            f"{entry['retransmissions']['count']:>6} {ppm}  {lat_text}\n"
+        )
+    for b, ppm in report["hub_vs_host_ppm"].items():
+        out.write(f"hub crystal against the host's clock, boot {int(b) + 1}: {ppm:+.1f} ppm\n")
+    problems = report["problems"]
+    out.write(f"\n{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''} found\n")
+    out.writelines(f"  {p['text']}\n" for p in problems)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import numpy as np
+
+    from ..cliutil import dumps, read_binary
+    from ..linktools.linkstats import link_stats
+    from ..recorder import read_rx_times
+
+    if args.png:  # before the work: a missing extra is a usage error, said at once
+        try:
+            from ..linktools.statsplot import draw
+        except ModuleNotFoundError as exc:
+            raise UsageError(f"--png needs {exc.name}: pip install -e '.[view]'") from None
+    capture = np.frombuffer(read_binary(args.capture), np.uint8)
+    rx = None
+    if args.capture != "-" and (rxt := Path(args.capture).with_suffix(".rxt")).exists():
+        rx = read_rx_times(rxt)
+    report = link_stats(capture, rx)
+    if report["frames"] == 0:
+        raise UsageError(f"{args.capture}: no valid frame in it: not a capture")
+    if args.json:
+        sys.stdout.write(dumps(report) + "\n")
+    else:
+        _text(report, sys.stdout)
+    if args.png:
+        try:
+            draw(report, args.png)
+        except OSError as exc:
+            raise UsageError(f"--png {args.png}: {exc.strerror or exc}") from None
+    return 1 if report["problems"] else 0

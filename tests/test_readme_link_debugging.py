@@ -1,0 +1,112 @@
+"""The README's "Debugging the serial link" walk-through, run as a newcomer would run it.
+
+Every command of the section's shell block runs in order in one directory,
+against the virtual table on a pty as ``PORT`` (the block's ``PORT=`` line
+names a real device); a command the block runs "until Ctrl-C" gets SIGINT
+after a few seconds.  Each must finish as the section says and print what
+it promises.  ``monitor`` is another helper's command: it runs once it exists.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTION = re.compile(r"^## Debugging the serial link\n(.*?)^## ", re.DOTALL | re.MULTILINE)
+BLOCK = re.compile(r"```sh\n(.*?)```", re.DOTALL)
+RUN_FOR_S = {"monitor": 3.0, "run": 12.0}  # "until Ctrl-C": how long before the SIGINT
+
+# What each command must show: exit statuses allowed, and a pattern in its output.
+PROMISES: dict[str, tuple[set[int], str]] = {
+    "ports": ({0}, r"device|no serial ports"),
+    "monitor": ({0, 130}, r"."),
+    "run": ({130}, r""),
+    "stats": ({0, 1}, r"problems? found"),
+    "send": ({0}, r"ACK SET_INDICATOR seq \d+: status 0 \(ok\), round trip"),
+    "ping": ({0}, r"20 PINGs, 20 answered, 0 without ACK; round trip min/median/p95/max"),
+    "pcap": ({0}, r"packets \([1-9]\d* sent by the host\), host times"),
+    "dissector": ({0}, r""),
+    "tshark": ({0}, r"TABLE .*SET_INDICATOR|TABLE .*REQUEST_HELLO"),
+}
+
+
+def commands() -> list[str]:
+    section = SECTION.search((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert section, "the README has no 'Debugging the serial link' section"
+    lines = BLOCK.search(section.group(1)).group(1).splitlines()
+    return [line for line in lines if line.strip()]
+
+
+def program(line: str) -> str:
+    words = line.split()
+    return words[1] if words[0] == "firmware-host" else words[0]
+
+
+@pytest.fixture(scope="module")
+def port() -> Iterator[str]:
+    table = subprocess.Popen(
+        [sys.executable, "-m", "firmware_host", "simulate", "--pty", "--loop", "--speed", "4",
+         "--minutes", "10"],  # no reboot during the test (a reboot is a silent second)
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        yield table.stdout.readline().strip()
+    finally:
+        table.terminate()
+        table.wait(10)
+
+
+def test_the_section_names_every_step() -> None:
+    steps = [program(line) for line in commands() if not line.startswith("PORT=")]
+    assert steps == [
+        "ports",
+        "monitor",
+        "run",
+        "stats",
+        "send",
+        "ping",
+        "pcap",
+        "dissector",
+        "tshark",
+    ]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
+def test_every_command_of_the_section_does_what_it_says(port: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PORT": port,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    ran = []
+    for line in commands():
+        if line.startswith("PORT="):
+            continue  # the test's PORT is the virtual table
+        name = program(line)
+        if name == "monitor" and importlib.util.find_spec("firmware_host.commands.monitor") is None:
+            continue
+        proc = subprocess.Popen(["bash", "-c", line], cwd=tmp_path, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        if "until Ctrl-C" in line:
+            time.sleep(RUN_FOR_S[name])
+            proc.send_signal(signal.SIGINT)  # bash -c runs one command: it is that command
+        out, err = proc.communicate(timeout=120)
+        statuses, shows = PROMISES[name]
+        assert proc.returncode in statuses, (line, proc.returncode, err)
+        assert "Traceback" not in err, (line, err)
+        assert re.search(shows, out + err), (line, out[-2000:], err[-2000:])
+        ran.append(name)
+    assert {"run", "stats", "send", "ping", "pcap", "tshark"} <= set(ran)
+    part = next(tmp_path.glob("rec/capture-*-0001.bin"))
+    assert part.with_suffix(".rxt").exists() and part.with_suffix(".tx").exists()
