@@ -130,3 +130,11 @@ def test_a_bad_club_option_is_one_line_and_status_2(args, says):
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert says in done.stderr
+
+
+def test_one_daemon_per_spool(tmp_path):
+    first = Spool(tmp_path / "q.sqlite")
+    with pytest.raises(OSError, match="in use by another daemon"):
+        Spool(tmp_path / "q.sqlite")
+    first.close()
+    Spool(tmp_path / "q.sqlite").close()  # free again once the first has gone

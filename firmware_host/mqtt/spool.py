@@ -14,6 +14,7 @@ file's life, and with the file's random ``epoch`` makes the message id.
 
 from __future__ import annotations
 
+import fcntl
 import secrets
 import sqlite3
 from dataclasses import dataclass
@@ -50,6 +51,13 @@ class Spool:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.max_rows = max_rows
+        # One daemon per spool: two would hand the same messages to the broker twice over.
+        self._lock = open(self.path.with_name(self.path.name + ".lock"), "w")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise OSError(f"{self.path}: in use by another daemon") from None
         # check_same_thread off: opened by the caller, then used by the publisher thread only
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -133,3 +141,4 @@ class Spool:
 
     def close(self) -> None:
         self._db.close()
+        self._lock.close()
