@@ -51,6 +51,8 @@ COMMANDS: tuple[str, ...] = (
     "ping",
     "pcap",
     "dissector",
+    "club",
+    "club-sim",
 )
 
 
@@ -65,10 +67,11 @@ class _Parser(argparse.ArgumentParser):
 def _available() -> dict[str, object]:
     modules = {}
     for name in COMMANDS:
+        module = f"firmware_host.commands.{name.replace('-', '_')}"  # club-sim: club_sim.py
         try:
-            modules[name] = importlib.import_module(f"firmware_host.commands.{name}")
+            modules[name] = importlib.import_module(module)
         except ModuleNotFoundError as exc:
-            if exc.name != f"firmware_host.commands.{name}":
+            if exc.name != module:
                 raise
     return modules
 

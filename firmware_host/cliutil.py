@@ -406,3 +406,18 @@ def rules_config(args: argparse.Namespace) -> Any:
     from rules.config import RulesConfig
 
     return RulesConfig(**{f.name: getattr(args, f.name) for f in fields(RulesConfig)})
+
+
+MAX_TABLE_ID = 64
+
+
+def table_id(text: str) -> str:
+    """``--table`` / ``[table] id``: a name for this table, 1 to 64 printable characters."""
+    if not text or len(text) > MAX_TABLE_ID or not text.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: must be 1 to {MAX_TABLE_ID} printable characters (a name for this table)"
+        )
+    return text
+
+
+table_id.takes_text = True  # type: ignore[attr-defined]  # the config file gives it a string

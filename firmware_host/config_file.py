@@ -29,21 +29,10 @@ from typing import Any
 from .cliutil import RULES_SWITCHES, RULES_THRESHOLDS
 
 SECRET_SHOWN = "***"
-MAX_TABLE_ID = 64
 
 
 class ConfigError(Exception):
     """An unusable config file: one line, exit status 2 (EVENTS.md)."""
-
-
-def _table_id(value: Any) -> str:
-    if not isinstance(value, str):
-        raise argparse.ArgumentTypeError(f"must be a string, not {_kind(value)}")
-    if not value or len(value) > MAX_TABLE_ID or not value.isprintable():
-        raise argparse.ArgumentTypeError(
-            f"must be 1 to {MAX_TABLE_ID} printable characters (a name for this table)"
-        )
-    return value
 
 
 @dataclass(frozen=True)
@@ -88,15 +77,15 @@ KEYS: tuple[Key, ...] = (
     Key("virtual", "minutes", "minutes"),
     Key("virtual", "speed", "speed"),
     Key("virtual", "sensors", "sensors"),
-    Key(
-        "table",
-        "id",
-        "table_id",
-        check=_table_id,
-        help=f"this table's name, 1 to {MAX_TABLE_ID} printable characters "
-        "(stored and shown by config check; nothing else uses it yet)",
-        example='"club-table-1"',
-    ),
+    Key("table", "id", "table_id", example='"club-table-1"'),
+    Key("mqtt", "url", "mqtt", example='"mqtt://broker.hall:1883"'),
+    Key("mqtt", "username", "mqtt_username", example='"table-1"'),
+    Key("mqtt", "password", "mqtt_password", secret=True, example='"..."'),
+    Key("mqtt", "ca", "mqtt_ca", example='"/etc/firmware-host/club-ca.crt"'),
+    Key("mqtt", "cert", "mqtt_cert", example='"/etc/firmware-host/table-1.crt"'),
+    Key("mqtt", "key", "mqtt_key", example='"/etc/firmware-host/table-1.key"'),
+    Key("mqtt", "spool", "mqtt_spool", example='"/var/lib/firmware-host/mqtt.sqlite"'),
+    Key("mqtt", "spool_max", "mqtt_spool_max"),
 )
 
 

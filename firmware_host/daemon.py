@@ -132,6 +132,27 @@ class Daemon:
         engine = getattr(self.engine, "compiled", self.engine)
         return getattr(engine, "pipeline", None)
 
+    @property
+    def referee_state(self) -> Any:
+        """The match state after the last line (None while a cold start referees interpreted)."""
+        pipeline = self.pipeline
+        return pipeline.referee.state if pipeline is not None else None
+
+    def also(self, on_line: Sink, on_event: Sink) -> None:
+        """Hand every line and event to one more edge too (the live page, the broker), after
+        the sinks already there; called before :meth:`run`."""
+        line_sinks, event_sinks = self.on_line, self.on_event
+
+        def line(line: dict[str, Any]) -> None:
+            line_sinks(line)
+            on_line(line)
+
+        def event(event: dict[str, Any]) -> None:
+            event_sinks(event)
+            on_event(event)
+
+        self.on_line, self.on_event = line, event
+
     def run(
         self,
         stop: threading.Event,

@@ -53,6 +53,14 @@ KEYS = [
     ("virtual", "sensors", '"minimum"', 'virtual.sensors = "minimum"', '"all"', 'must be one of "minimum", "middle", "full"'),
     ("table", "id", '"club-1"', 'table.id = "club-1"', '""', "must be 1 to 64 printable characters"),
     ("table", "id", '"club-1"', 'table.id = "club-1"', "true", "must be a string, not true/false"),
+    ("mqtt", "url", '"mqtt://hall:1884"', 'mqtt.url = "mqtt://hall:1884"', '"http://hall"', "not mqtt://HOST[:PORT]"),
+    ("mqtt", "username", '"table-1"', 'mqtt.username = "table-1"', "1", "must be a string, not a number"),
+    ("mqtt", "password", '"pw"', "mqtt.password = ***", '""', "must not be empty"),
+    ("mqtt", "ca", '"ca.crt"', 'mqtt.ca = "ca.crt"', "true", "must be a string, not true/false"),
+    ("mqtt", "cert", '"t.crt"', 'mqtt.cert = "t.crt"', "1", "must be a string, not a number"),
+    ("mqtt", "key", '"t.key"', 'mqtt.key = "t.key"', "1", "must be a string, not a number"),
+    ("mqtt", "spool", '"q.sqlite"', 'mqtt.spool = "q.sqlite"', "1", "must be a string, not a number"),
+    ("mqtt", "spool_max", "5000", "mqtt.spool_max = 5000", "10", "must be from 100 to 100000000"),
 ]  # fmt: skip
 
 
@@ -110,7 +118,7 @@ def test_every_key_takes_a_good_value_and_names_a_bad_one(
         ("[rules]\nnear_gap = 3\n", "[rules] near_gap: unknown key (did you mean near_gap_mm?)"),
         ("[rules]\nfrozen_gpa_mm = 3\n", "[rules] frozen_gpa_mm: unknown key (did you mean frozen_gap_mm?)"),
         ("[rule]\nnear_gap_mm = 3\n", "[rule]: unknown section (did you mean [rules]?)"),
-        ("[mqtt]\nurl = 'x'\n", "[mqtt]: unknown section (sections: link, rules, recording, web, referee, service, virtual, table)"),
+        ("[broker]\nurl = 'x'\n", "[broker]: unknown section (sections: link, rules, recording, web, referee, service, virtual, table, mqtt)"),
         ("[rules]\nport = 'x'\n", "[rules] port: unknown key (it belongs in [link])"),
         ('port = "/dev/ttyUSB0"\n', 'port = "/dev/ttyUSB0": a key outside any section (it belongs in [link])'),
         ("rules = 3\n", "rules = 3: must be a section [rules], not a number"),

@@ -40,8 +40,10 @@ from ..cliutil import (
     add_rules_arguments,
     check_port,
     finite_float,
+    int_in,
     record_dir,
     rules_config,
+    table_id,
 )
 from .simulate import MINUTES, SEED, SPEED
 
@@ -84,6 +86,20 @@ def web_address(text: str) -> tuple[str, int]:
 web_address.takes_text = True  # type: ignore[attr-defined]  # the config file gives it a string
 
 
+def mqtt_url(text: str) -> str:
+    """``--mqtt``: ``mqtt://[USER[:PASSWORD]@]HOST[:PORT]`` or ``mqtts://``, checked, kept as text."""
+    from ..mqtt.topics import broker_url
+
+    try:
+        broker_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+mqtt_url.takes_text = True  # type: ignore[attr-defined]
+
+
 def referee_token(text: str) -> str:
     """``--referee-token``: long enough that trying every one is hopeless."""
     from ..referee_token import MIN_LENGTH
@@ -100,7 +116,6 @@ referee_token.takes_text = True  # type: ignore[attr-defined]
 
 def add_settings(parser: argparse.ArgumentParser) -> None:
     """Every option of run but --config: also what ``config check`` accepts as overrides."""
-    parser.set_defaults(table_id=None)  # [table] id: the file's only, nothing uses it yet
     add_port_arguments(parser)
     parser.add_argument("--json", action="store_true", help="verdicts and notices as JSON Lines")
     parser.add_argument("--events", action="store_true", help="also show every ordered event")
@@ -155,6 +170,7 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
         help="stop after S seconds (at most a year)",
     )
     add_rules_arguments(parser)
+    add_mqtt_arguments(parser)
     virtual = parser.add_argument_group("built-in virtual table (no --port)")
     virtual.add_argument(
         "--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)"
@@ -171,6 +187,69 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
         choices=("minimum", "middle", "full"),
         default="full",
         help="the virtual table's sensor set",
+    )
+
+
+def add_broker_arguments(group: Any, url_help: str) -> None:
+    """--mqtt and how to log in to the broker: shared by run and club."""
+    group.add_argument("--mqtt", type=mqtt_url, metavar="URL", help=url_help)
+    group.add_argument("--mqtt-username", metavar="NAME", help="the broker user")
+    group.add_argument(
+        "--mqtt-password",
+        metavar="TEXT",
+        help="the broker password (a command line is public: better $FIRMWARE_HOST_MQTT_PASSWORD, "
+        "or run's config file)",
+    )
+    group.add_argument(
+        "--mqtt-ca", metavar="FILE", help="the CA certificate that signed the broker"
+    )
+    group.add_argument("--mqtt-cert", metavar="FILE", help="a client certificate (TLS)")
+    group.add_argument("--mqtt-key", metavar="FILE", help="the client certificate's private key")
+
+
+def broker_settings(args: argparse.Namespace) -> tuple[Any, str | None, Any]:
+    """The broker's URL (with --mqtt-username), the password and the TLS files, checked."""
+    from ..mqtt.publisher import Tls
+    from ..mqtt.topics import broker_url
+
+    for option in ("mqtt_ca", "mqtt_cert", "mqtt_key"):
+        path = getattr(args, option)
+        if path is not None and not os.access(path, os.R_OK):
+            raise UsageError(f"--{option.replace('_', '-')} {path}: cannot read it")
+    url = broker_url(args.mqtt)
+    if args.mqtt_username:
+        url = type(url)(url.host, url.port, url.tls, args.mqtt_username, url.password)
+    password = args.mqtt_password or os.environ.get("FIRMWARE_HOST_MQTT_PASSWORD")
+    return url, password, Tls(args.mqtt_ca, args.mqtt_cert, args.mqtt_key)
+
+
+def add_mqtt_arguments(parser: argparse.ArgumentParser) -> None:
+    club = parser.add_argument_group("the club's broker (docs/club.md)")
+    add_broker_arguments(
+        club,
+        "publish verdicts, events, the lamp, state and health to this MQTT broker: "
+        "mqtt://HOST[:PORT] (default port 1883) or mqtts:// (TLS, 8883); needs --table",
+    )
+    club.add_argument(
+        "--table",
+        dest="table_id",
+        type=table_id,
+        metavar="ID",
+        help="this table's name: its topics are club/ID/... (no / + or #)",
+    )
+    club.add_argument(
+        "--mqtt-spool",
+        metavar="FILE",
+        help="the queue on disk while the broker is away (default "
+        "$XDG_STATE_HOME/firmware-host/mqtt-ID.sqlite)",
+    )
+    club.add_argument(
+        "--mqtt-spool-max",
+        type=int_in(100, 100_000_000),
+        default=100_000,
+        metavar="N",
+        help="queue at most N messages; past it the oldest events go first, never verdicts "
+        "(default %(default)s)",
     )
 
 
@@ -374,6 +453,7 @@ def run(args: argparse.Namespace) -> int:
     table = None
     engine = warmup = None
     server: Any = None
+    publisher: Any = None
     stats = None
     try:
         try:
@@ -381,6 +461,8 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             if args.port is not None:
                 check_port(args.port)
+            if args.mqtt is not None:
+                _check_club(args)
             record = record_dir(args.record) if args.record else None
 
             from ..warmup import is_warm
@@ -442,9 +524,13 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None
             feed = None
+            edges = args.web is not None or args.mqtt is not None
+            token = _token(args.referee_token) if edges else None  # the controls' token
             if args.web is not None:
-                server, feed = _web(args.web, daemon, _token(args.referee_token))
-            daemon.on_turn = _health(daemon, args.status, record, feed).turn
+                server, feed = _web(args.web, daemon, token)
+            if args.mqtt is not None:
+                publisher = _mqtt(args, daemon, server, token)
+            daemon.on_turn = _health(daemon, args.status, record, feed, publisher).turn
             if earlier:
                 _resume(daemon, earlier)
             if record is not None and (args.record_keep_days or args.record_keep_gb):
@@ -468,6 +554,8 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
         if server is not None:
             server.stop()
+        if publisher is not None:
+            publisher.close()
         if table is not None:
             _end(table)
         if engine is not None:
@@ -536,13 +624,80 @@ def _resume(daemon: Any, parts: list[Any]) -> None:
     )
 
 
-def _health(daemon: Any, status: str | None, record: Any, feed: Any) -> Any:
+class _Healths:
+    """The health, once a second, to the live page and the broker alike."""
+
+    def __init__(self, feeds: list[Any]) -> None:
+        self.feeds = feeds
+
+    def health(self, status: dict[str, Any], problems: list[str]) -> None:
+        for feed in self.feeds:
+            feed.health(status, problems)
+
+
+def _health(daemon: Any, status: str | None, record: Any, *feeds: Any) -> Any:
     """The status file (``--status``), systemd's READY and watchdog (``$NOTIFY_SOCKET``),
-    and the page's health (``--web``)."""
+    and the health for the page (``--web``) and the broker (``--mqtt``)."""
     from ..service.health import HealthMonitor
     from ..service.notify import Notifier
 
-    return HealthMonitor(daemon, status, Notifier(), record, feed)
+    wanted = [f for f in feeds if f is not None]
+    return HealthMonitor(daemon, status, Notifier(), record, _Healths(wanted) if wanted else None)
+
+
+def _check_club(args: argparse.Namespace) -> None:
+    """--mqtt's companions, before anything starts: a table id usable in a topic, the files."""
+    from ..mqtt.topics import check_table
+
+    if args.table_id is None:
+        raise UsageError("--mqtt needs --table ID (or [table] id in the config file)")
+    try:
+        check_table(args.table_id)
+    except ValueError as exc:
+        raise UsageError(f"--table {exc}") from None
+    broker_settings(args)
+
+
+def _mqtt(args: argparse.Namespace, daemon: Any, server: Any, token: Any) -> Any:
+    """The table on the club's broker: a publisher thread, its spool, the daemon's sinks."""
+    try:
+        from ..mqtt.publisher import TablePublisher, default_spool
+        from ..mqtt.spool import Spool
+    except ModuleNotFoundError as exc:
+        raise UsageError(f"--mqtt needs {exc.name}: pip install -e '.[mqtt]'") from None
+    import sqlite3
+
+    table = args.table_id
+    url, password, tls = broker_settings(args)
+    spool_path = args.mqtt_spool or default_spool(table)
+    try:
+        spool = Spool(spool_path, args.mqtt_spool_max)
+    except (OSError, sqlite3.Error) as exc:  # not a spool, a locked file
+        raise UsageError(f"--mqtt-spool {spool_path}: {exc}") from None
+    web = None
+    if server is not None:
+        host = server.host if server.host not in ("0.0.0.0", "::", "") else _hostname()
+        web = f"http://{host}:{server.port}/"
+    publisher = TablePublisher(
+        url,
+        table,
+        spool,
+        password=password,
+        tls=tls,
+        web=web,
+        press=daemon.press,
+        token=token,
+    ).start()
+    publisher.attach(daemon)
+    held = f", {spool.rows} messages queued from before" if spool.rows else ""
+    _say(f"club broker: {url} as table {table}, queue {spool_path}{held}")
+    return publisher
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.getfqdn()
 
 
 def _token(given: str | None) -> Any:
@@ -569,18 +724,8 @@ def _web(address: tuple[str, int], daemon: Any, token: Any) -> tuple[Any, Any]:
         port = server.start()
     except OSError as exc:
         raise UsageError(f"--web {host}:{port}: cannot listen: {exc.strerror or exc}") from None
-    shown, told = daemon.on_line, daemon.on_event
-
-    def on_line(line: dict[str, Any]) -> None:
-        shown(line)
-        pipeline = daemon.pipeline  # the match state, when the compiled pipeline referees
-        feed.line(line, pipeline.referee.state if pipeline is not None else None)
-
-    def on_event(event: dict[str, Any]) -> None:
-        told(event)
-        feed.event(event)
-
-    daemon.on_line, daemon.on_event, daemon.on_balls = on_line, on_event, feed.balls
+    daemon.also(lambda line: feed.line(line, daemon.referee_state), feed.event)
+    daemon.on_balls = feed.balls
     _say(f"live page: http://{host}:{port}/ (health: /healthz)")
     return server, feed
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from rules import indicator_for
 
+from ..liveview import match_state
 from ..pictures.rules_text import english
 
 KEEP_VERDICTS = 20  # the page lists the last ones
@@ -29,9 +30,34 @@ QUEUE = 256  # messages a slow browser may fall behind by
 BALLS_HZ = 30.0  # ball positions sent to the page at most this often
 
 
-class LiveFeed:
+class Broadcast:
+    """Messages to every browser's event stream, from any thread, never waiting (see above)."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._clients: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[str]]] = []
+
+    def subscribe(self) -> asyncio.Queue[str]:
+        queue: asyncio.Queue[str] = asyncio.Queue(QUEUE)
+        with self._lock:
+            self._clients.append((asyncio.get_running_loop(), queue))
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+        with self._lock:
+            self._clients = [(lp, q) for lp, q in self._clients if q is not queue]
+
+    def _send(self, message: dict[str, Any]) -> None:
+        text = json.dumps({**message, "sent_unix": time.time()}, separators=(",", ":"))
+        with self._lock:
+            clients = list(self._clients)
+        for loop, queue in clients:
+            loop.call_soon_threadsafe(_put, queue, text)
+
+
+class LiveFeed(Broadcast):
+    def __init__(self) -> None:
+        super().__init__()
         self._verdicts: deque[dict[str, Any]] = deque(maxlen=KEEP_VERDICTS)
         self._lamp: dict[str, Any] | None = None
         self._state: dict[str, Any] | None = None
@@ -40,7 +66,6 @@ class LiveFeed:
         self._balls_sent = 0.0
         self._table: dict[str, float] | None = None
         self._shot_events: dict[int, list[dict[str, Any]]] = {}
-        self._clients: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[str]]] = []
 
     # -- from the pipeline thread --------------------------------------------------------
 
@@ -77,11 +102,7 @@ class LiveFeed:
             if lamp is not None:
                 self._lamp = {"state": lamp.state, "rule": lamp.rule, "t_us": line["t_us"]}
             if state is not None:
-                self._state = {
-                    "frame": state.frame,
-                    "to_play": state.to_play,
-                    "pocketed": {str(p): len(b) for p, b in state.pocketed.items()},
-                }
+                self._state = match_state(state)
             message = {"line": line, "lamp": self._lamp, "state": self._state}
         self._send(message)
 
@@ -116,26 +137,9 @@ class LiveFeed:
             final = [v for v in self._verdicts if v.get("shot") == shot and not v.get("early")]
         return final[-1] if final else None
 
-    def subscribe(self) -> asyncio.Queue[str]:
-        queue: asyncio.Queue[str] = asyncio.Queue(QUEUE)
-        with self._lock:
-            self._clients.append((asyncio.get_running_loop(), queue))
-        return queue
-
-    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
-        with self._lock:
-            self._clients = [(lp, q) for lp, q in self._clients if q is not queue]
-
     def health_now(self) -> dict[str, Any] | None:
         with self._lock:
             return copy.deepcopy(self._health)
-
-    def _send(self, message: dict[str, Any]) -> None:
-        text = json.dumps({**message, "sent_unix": time.time()}, separators=(",", ":"))
-        with self._lock:
-            clients = list(self._clients)
-        for loop, queue in clients:
-            loop.call_soon_threadsafe(_put, queue, text)
 
 
 def _put(queue: asyncio.Queue[str], text: str) -> None:

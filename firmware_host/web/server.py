@@ -6,7 +6,8 @@ run beside it, and nothing of it on the refereeing path (the pipeline thread
 only calls :class:`~.feed.LiveFeed`, which never waits).  Every asset is
 served from the package: a club's network may have no internet.
 
-* ``/``: the page (``page.html``);
+* ``/``: the page (``page.html``), ``/style.css`` and ``/common.js`` its look and the
+  drawing it shares with the club page;
 * ``/events``: server-sent events, a snapshot first, then each change;
 * ``/healthz``: the daemon's health (``firmware-host status``'s facts and
   problems), 200 when healthy, 503 when degraded or not known yet;
@@ -42,6 +43,11 @@ KEEPALIVE_S = 15.0
 
 
 class WebServer:
+    """The server and its thread; a subclass serves another page from the same parts (the
+    club page: ``mqtt/club_page.py``)."""
+
+    PAGE = (__package__, "page.html")  # (package, file) of the page at /
+
     def __init__(
         self,
         feed: LiveFeed,
@@ -62,11 +68,17 @@ class WebServer:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/", self.page)
+        app.router.add_get("/style.css", self.style)
+        app.router.add_get("/common.js", self.script)
         app.router.add_get("/events", self.events)
         app.router.add_get("/healthz", self.healthz)
+        self.routes(app)
+        return app
+
+    def routes(self, app: web.Application) -> None:
+        """The live page's own: its shots' pictures and the referee's keys."""
         app.router.add_get("/shot/{number:\\d+}.svg", self.shot)
         app.router.add_post("/control", self.control)
-        return app
 
     def start(self) -> int:
         """Serve from a thread of its own; the port bound (``port`` 0: any free one)."""
@@ -102,8 +114,17 @@ class WebServer:
             self._thread.join(5)
 
     async def page(self, request: web.Request) -> web.Response:
-        text = resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
+        package, name = self.PAGE
+        text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
         return web.Response(text=text, content_type="text/html")
+
+    async def style(self, request: web.Request) -> web.Response:
+        """The look the live page and the club page share."""
+        return _asset("style.css", "text/css")
+
+    async def script(self, request: web.Request) -> web.Response:
+        """What the live page and the club page draw alike (a verdict, the lamp)."""
+        return _asset("common.js", "text/javascript")
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(
@@ -163,6 +184,11 @@ class WebServer:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response({"pressed": body["key"], "arg": body.get("arg", 0)}, status=202)
+
+
+def _asset(name: str, content_type: str) -> web.Response:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    return web.Response(text=text, content_type=content_type)
 
 
 def _picture(events: list[dict[str, Any]], verdict: dict[str, Any] | None) -> str | None:
