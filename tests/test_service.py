@@ -18,6 +18,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from proc_util import run_cli
 
 from firmware_host.daemon import Daemon
 from firmware_host.pipeline import replay
@@ -29,17 +30,6 @@ from firmware_host.virtual_table.peer import VirtualHub
 
 ROOT = Path(__file__).resolve().parents[1]
 WATCHDOG_USEC = 200_000  # pings every 0.1 s
-
-
-def fh(*args: str) -> subprocess.CompletedProcess[str]:
-    """``firmware-host ARGS`` as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 class Manager:
@@ -264,7 +254,7 @@ def test_status_exits_0_when_healthy_and_1_naming_what_is_degraded(
     status = status()  # written now, or as long ago as the case says
     path = tmp_path / "status.json"
     path.write_text(json.dumps(status))
-    done = fh("status", str(path))
+    done = run_cli("status", str(path))
     assert done.returncode == code, done.stdout + done.stderr
     assert done.stdout.startswith("healthy" if code == 0 else "DEGRADED")
     found = problems(status, time.time())
@@ -280,13 +270,13 @@ def test_status_without_a_readable_file_is_one_line_and_status_2(tmp_path, conte
     path = tmp_path / "status.json"
     if content is not None:
         path.write_text(content)
-    done = fh("status", str(path))
+    done = run_cli("status", str(path))
     assert done.returncode == 2 and says in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_service_install_prints_a_notify_unit_with_this_python_and_the_config():
-    done = fh(
+    done = run_cli(
         "service",
         "install",
         "--config",

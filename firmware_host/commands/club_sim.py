@@ -25,7 +25,7 @@ from typing import Any
 
 from ..cliutil import UsageError, int_in
 from .run import mqtt_url
-from .simulate import MINUTES, SEED, SENSOR_SETS, SPEED
+from .simulate import add_virtual_match
 
 EXAMPLES = """\
   firmware-host club-sim --tables 4 --minutes 1                # its own broker, 4 tables
@@ -63,16 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--spool-dir", metavar="DIR", help="the tables' queues (default: a temporary directory)"
     )
-    parser.add_argument("--seed", type=SEED, default=0, help="table n plays seed + n (default 0)")
-    parser.add_argument(
-        "--minutes", type=MINUTES, default=2.0, help="each random match's length (default 2)"
-    )
-    parser.add_argument(
-        "--speed", type=SPEED, default=10.0, help="this many times real time (default 10)"
-    )
-    parser.add_argument(
-        "--sensors", choices=SENSOR_SETS, default="full", help="sensor set (default full)"
-    )
+    add_virtual_match(parser, seed_help="table n plays seed + n (default 0)")
     parser.add_argument(
         "--tokens",
         metavar="FILE",

@@ -45,7 +45,7 @@ from ..cliutil import (
     rules_config,
     table_id,
 )
-from .simulate import MINUTES, SEED, SPEED
+from .simulate import add_virtual_match
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 GRACE_S = 10.0  # after a signal, an orderly stop gets this long, then the process ends anyway
@@ -175,19 +175,7 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
     virtual.add_argument(
         "--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)"
     )
-    virtual.add_argument("--seed", type=SEED, default=0, help="random match seed (default 0)")
-    virtual.add_argument(
-        "--minutes", type=MINUTES, default=2.0, help="random match length (default 2)"
-    )
-    virtual.add_argument(
-        "--speed", type=SPEED, default=10.0, help="play this many times real time (default 10)"
-    )
-    virtual.add_argument(
-        "--sensors",
-        choices=("minimum", "middle", "full"),
-        default="full",
-        help="the virtual table's sensor set",
-    )
+    add_virtual_match(virtual)
 
 
 def add_broker_arguments(group: Any, url_help: str) -> None:

@@ -22,12 +22,20 @@ def children(pid: int) -> set[int]:
     return found
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``firmware-host ARGS`` as a user runs it: its own process, text output, any status."""
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(
+    *args: str, stdin: str | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``firmware-host ARGS`` as a user runs it from the checkout: its own process, text
+    output, any status."""
     return subprocess.run(
         [sys.executable, "-m", "firmware_host", *args],
+        input=stdin,
         check=False,
         capture_output=True,
         text=True,
+        cwd=ROOT,
         timeout=timeout,
     )

@@ -2,20 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+from proc_util import run_cli as firmware_host
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def firmware_host(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+__all__ = ["firmware_host"]
