@@ -16,7 +16,8 @@ club page does (a persistent session, duplicates dropped by msg_id), runs
   is the hub's own hardware); and Mosquitto's own CPU;
 * lost: verdicts the tables decided that never reached the subscriber (must be 0).
 
-    python bench/club.py [--tables 64] [--speed 10] [--minutes 1] [--processes 2] [--json]
+    python bench/club.py [--tables 64] [--speed 10] [--minutes 1] [--processes 2]
+                         [--sensors full] [--json]
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ def main() -> int:
     parser.add_argument("--speed", type=float, default=10.0)
     parser.add_argument("--minutes", type=float, default=1.0)
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument(
+        "--sensors", choices=("minimum", "middle", "full"), default="full",
+        help="the virtual tables' sensor set (full: a tracker at 120 Hz on every table)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-club-"))
@@ -82,6 +87,7 @@ def main() -> int:
     cmd = [sys.executable, "-m", "firmware_host", "club-sim", "--json", "--mqtt", broker.url]
     cmd += ["--tables", str(args.tables), "--speed", str(args.speed)]
     cmd += ["--minutes", str(args.minutes), "--processes", str(args.processes)]
+    cmd += ["--sensors", args.sensors]
     cmd += ["--spool-dir", str(folder / "spools")]
     print(f"bench/club.py: {' '.join(cmd[3:])}", file=sys.stderr)
     sim = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
