@@ -109,7 +109,8 @@ def replay(
 
     cuts = sorted({*range(0, len(data), chunk), *(at for at, _, _ in presses if at < len(data))})
     pending = sorted(presses)
-    for start, end in zip(cuts, [*cuts[1:], len(data)], strict=True):
+    ends = [*cuts[1:], len(data)] if cuts else []  # an empty capture: no chunk at all
+    for start, end in zip(cuts, ends, strict=True):
         while pending and pending[0][0] <= start:
             _, key, arg = pending.pop(0)
             add(pipe.press(key, arg))

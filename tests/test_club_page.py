@@ -133,7 +133,8 @@ def test_the_club_page_shows_every_table_and_sends_a_control_to_one(broker, tmp_
         for _ in range(2):
             client.publish("club/sim3/command", json.dumps(twice), qos=1).wait_for_publish(5)
         wait_for(lambda: len(results) >= 2, 10, "two results from sim3")
-        time.sleep(1.0)
+        wait_for(lambda: referee_fouls(subscriber, "sim3"), 20, "sim3's keypad event")
+        time.sleep(1.0)  # a second keypad event, were there one, would be here by now
         client.loop_stop()
         assert [r["ok"] for r in results] == [True, True] and results[1]["duplicate"] is True
         assert [(k["key"], k["arg"]) for k in referee_fouls(subscriber, "sim3")] == [
