@@ -893,7 +893,10 @@ def _click(st, ev, nev, t, cx, cy, tracked):
                 gap += TOUCHING_MM
             far = np.hypot((xy[i, 0] + xy[j, 0]) / 2 - cx, (xy[i, 1] + xy[j, 1]) / 2 - cy)
             held = _held(st, i, j, t) >= 0
-            if (gap < CLICK_PAIR_GAP_MM or held) and far < CLICK_RADIUS_MM:
+            # a pair that touched moments ago may collide again (one of them back off a cushion,
+            # seed 403): their carried positions still run on the velocities from before
+            again = t - st.pair_t[i, j] <= CAUSE_US
+            if (gap < CLICK_PAIR_GAP_MM or held or again) and far < CLICK_RADIUS_MM:
                 cost = (
                     min(gap, CLICK_PAIR_GAP_MM) + 0.2 * far - (CLICK_PAIR_GAP_MM if held else 0.0)
                 )
