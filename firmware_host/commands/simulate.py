@@ -72,9 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"length of a random match, above 0 and at most {MAX_MINUTES:g} (default 10)",
     )
     table = parser.add_argument_group("virtual table")
-    table.add_argument(
-        "--sensors", choices=SENSOR_SETS, default="full", help="sensor set"
-    )
+    table.add_argument("--sensors", choices=SENSOR_SETS, default="full", help="sensor set")
     table.add_argument(
         "--tracker-hz",
         type=float,
