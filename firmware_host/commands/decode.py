@@ -33,6 +33,7 @@ from ..cliutil import (
     open_binary,
     read_chunk,
 )
+from ..frame_text import field_text
 
 CHUNK = 1 << 20
 FOLLOW_S = 0.2  # --follow, --port: how often to look for more bytes
@@ -113,16 +114,6 @@ def _json_line(item: Any) -> dict[str, Any]:
         "msg_type": item.msg_type,
         "payload_hex": item.payload.hex(),
     }
-
-
-def field_text(name: str, value: Any) -> str:
-    """One decoded field as ``name=value`` (a tracker frame's balls as ``ball:x,y/state``)."""
-    if name == "balls":
-        balls = " ".join(f"{b['ball']}:{b['x']},{b['y']}/{b['state']}" for b in value)
-        return f"balls[{len(value)}]={balls}"
-    if isinstance(value, str):
-        return f"{name}={value!r}"
-    return f"{name}={value}"
 
 
 def _fields_text(fields: dict[str, Any]) -> str:

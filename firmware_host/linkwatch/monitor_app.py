@@ -29,7 +29,7 @@ from rich.text import Text
 
 from protocol.catalogue import NODE_NAMES
 
-from ..commands.decode import field_text
+from ..frame_text import field_text
 from .tally import NodeHealth, Row, Snapshot
 
 REFRESH_HZ = 4
