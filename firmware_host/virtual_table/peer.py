@@ -129,8 +129,10 @@ class VirtualHub:
             while k < len(wire.chunks) and not self._stop.is_set():
                 now_s = self._true_s(wire, started)
                 while k < len(wire.chunks) and wire.chunk_s[k] <= now_s:
-                    self._queue(self._chunk(wire, k, now_s))
+                    self._queue(self._chunk(wire, k, now_s), flush=False)
                     k += 1
+                if self._out:  # everything due in one write, as a UART would have it buffered
+                    self._flush()
                 due = (wire.chunk_s[k] - now_s) / self.speed if k < len(wire.chunks) else 0.0
                 self._turn(sel, wire, started, timeout=min(max(due, 0.0), 0.05))
             end = time.monotonic() + linger_s
@@ -150,12 +152,13 @@ class VirtualHub:
                 self._flush()
 
     # -- bytes out ------------------------------------------------------
-    def _queue(self, data: bytes) -> None:
+    def _queue(self, data: bytes, flush: bool = True) -> None:
         if len(self._out) + len(data) > OUT_BUFFER:
             self.tx_dropped += 1
             return
         self._out += data
-        self._flush()
+        if flush:
+            self._flush()
 
     def _flush(self) -> None:
         try:
