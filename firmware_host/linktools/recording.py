@@ -27,9 +27,9 @@ import numpy as np
 from protocol.decoder import Decoded, decode_capture
 
 from ..recorder import SentFrame, read_rx_times, read_sent
+from ..timing.unwrap import unwrap
 
 HOST_CLOCK, HUB_CLOCK = "host", "hub"
-_WRAP = 1 << 32
 
 
 @dataclass
@@ -67,10 +67,9 @@ def arrival_ns(rx: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def unwrap_u32(t: np.ndarray) -> np.ndarray:
-    """A 32-bit clock (µs, wraps every 71.6 min) as int64 that keeps counting."""
-    t = t.astype(np.int64)
-    t[1:] += _WRAP * np.cumsum(np.diff(t) < -(_WRAP // 2))  # a wrap, not a step back
-    return t
+    """A 32-bit clock (µs, wraps every 71.6 min) as int64 that keeps counting: the timing
+    core's own unwrapping, on one node's column."""
+    return unwrap(t.astype(np.int64), 32)
 
 
 def boot_starts(decoded: Decoded) -> np.ndarray:
