@@ -4,19 +4,24 @@
 from __future__ import annotations
 
 import json
-import shutil
 import struct
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from outside_parts import require
 from proc_util import run_cli as cli
 
 from protocol.catalogue import MESSAGES
 from protocol.framing import encode_frame
 
-pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
+
+@pytest.fixture(autouse=True)
+def _tshark() -> None:
+    """Every test here reads with a real tshark: missing, each fails naming the package."""
+    require("tshark")
+
 
 EXPERT_OF_ERROR = {
     "crc": "bad_crc",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from outside_parts import require
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = re.compile(r"^## Debugging the serial link\n(.*?)^## ", re.DOTALL | re.MULTILINE)
@@ -82,8 +82,8 @@ def test_the_section_names_every_step() -> None:
     ]
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
 def test_every_command_of_the_section_does_what_it_says(port: str, tmp_path: Path) -> None:
+    require("tshark")
     env = {
         **os.environ,
         "PORT": port,

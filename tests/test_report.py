@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from outside_parts import require
 
 from firmware_host.cli import main
 
@@ -19,10 +19,7 @@ def chromium():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if browser is None or driver is None:
-        pytest.fail("needs chromium and chromedriver: apt-get install chromium chromium-driver")
+    browser, driver = require("chromium"), require("chromedriver")
     options = webdriver.ChromeOptions()
     options.binary_location = browser
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
