@@ -236,11 +236,12 @@ def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
     size = buf.size
     j = i
     n = 0
-    code = 0xFF
+    last_code = 0xFF  # the last group's code byte (the delimiter is not a group)
     while j < size:
         code = int(buf[j])
         if code == 0:
             break
+        last_code = code
         j += 1
         group_end = min(j + code - 1, size)
         while j < group_end:
@@ -255,8 +256,8 @@ def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
             n += 1
     if j >= size:
         return -1, n, False
-    if code < 0xFF and n:
-        n -= 1  # the last group's zero is the delimiter itself
+    if last_code < 0xFF and n:
+        n -= 1  # the last short group's zero is the delimiter itself; a full block has none
     return j, n, True
 
 
