@@ -34,6 +34,7 @@ import numpy as np
 from protocol.catalogue import BY_TYPE, FLAG_RETRANSMISSION, NODE_NAMES
 from protocol.decoder import STATUS_NAMES, Decoded, decode_capture
 from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
+from protocol.seqwindow import GAP, LATE, SEQ_MOD
 
 from ..cliutil import plural
 from ..timing.clock_model import MAX_PPM, envelope_line
@@ -44,7 +45,6 @@ MIN_SYNCS = 8  # a window with fewer CLOCK_SYNC samples of a node gives no figur
 PPM_MARGIN = 5.0  # measurement margin before a rate is called out of spec
 HEARTBEAT_GAP_S = 2.5  # HEARTBEAT is 1 Hz: a longer silence is a stalled link
 MAX_LISTED = 10  # offsets listed per finding (all are in --json)
-_U16 = 1 << 16
 
 
 @dataclass
@@ -99,33 +99,34 @@ def _envelope_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(a), float(b)
 
 
-def _lost(good: np.ndarray, boot: np.ndarray, t_s: np.ndarray) -> dict[int, dict[str, Any]]:
+def _lost(good: np.ndarray, t_s: np.ndarray) -> dict[int, dict[str, Any]]:
     """Per node: frames missing in ``seq``; per gap, the offset and time of the frame after it
     and how many are missing there.
 
-    A ``seq`` that arrives late (a retransmission, ICD §3) fills its gap, as the
-    decoder counts it: a missing number is one never seen in its boot, charged to
-    the first frame that went past it.
+    The decoder marked each frame (:mod:`protocol.seqwindow`): a GAP frame follows
+    ``seq_gap`` missing ones; a LATE resend (ICD §3) fills one of the gap it falls in,
+    the nearest before it that covers its ``seq``, as the decoder's count does.
     """
     out: dict[int, dict[str, Any]] = {}
     for node in np.unique(good["node"]).tolist():
-        offsets, times, missing = [], [], []
-        for b in np.unique(boot[good["node"] == node]).tolist():
-            mine = (good["node"] == node) & (boot == b)
-            step = (np.diff(good["seq"][mine].astype(np.int64)) + _U16 // 2) % _U16 - _U16 // 2
-            seq = np.concatenate(([0], np.cumsum(step)))  # unwrapped, from the first
-            gone = np.setdiff1d(np.arange(seq.min(), seq.max() + 1), seq)
-            past = np.searchsorted(np.maximum.accumulate(seq), gone, side="right")
-            at, n = np.unique(past, return_counts=True)
-            offsets += good["offset"][mine][at].astype(int).tolist()
-            times += t_s[mine][at].tolist()
-            missing += n.astype(int).tolist()
-        if missing:
+        mine = np.flatnonzero(good["node"] == node)
+        gaps = mine[good["seq_mark"][mine] == GAP]
+        missing = good["seq_gap"][gaps].astype(int)
+        for late in mine[good["seq_mark"][mine] == LATE].tolist():
+            seq = int(good["seq"][late])
+            before = np.flatnonzero(gaps < late)[::-1]
+            first = good["seq"][gaps[before]].astype(int) - good["seq_gap"][gaps[before]]
+            covers = before[(seq - first) % SEQ_MOD < good["seq_gap"][gaps[before]]]
+            if len(covers) and missing[covers[0]]:
+                missing[covers[0]] -= 1
+        kept = missing > 0
+        if kept.any():
+            at = gaps[kept]
             out[node] = {
-                "count": sum(missing),
-                "offsets": offsets,
-                "times_s": times,
-                "missing": missing,
+                "count": int(missing.sum()),
+                "offsets": good["offset"][at].astype(int).tolist(),
+                "times_s": t_s[at].tolist(),
+                "missing": missing[kept].tolist(),
             }
     return out
 
@@ -270,7 +271,7 @@ def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, A
 
     host_ppm = _hub_vs_host(decoded, t_s, boot) if has_host else {}
     clocks = _clock_windows(decoded, starts, host_ppm, t_s)
-    lost = _lost(frames[good], boot[good], t_s[good])
+    lost = _lost(frames[good], t_s[good])
     retx = frames[good & ((frames["flags"] & FLAG_RETRANSMISSION) != 0)]
     per_type = _per_type(frames, t_s, boot, span)
     latency = _latency(frames, t_s, boot) if has_host else {}
