@@ -71,6 +71,7 @@ def rows_of(
     for row in compare(baseline or [], got).rows:
         after, before = row.got, row.expected
         shot = (after or before or {}).get("shot")
+        change = None if baseline is None or row.ok else kind(before, after)
         rows.append(
             {
                 "recording": recording,
@@ -81,9 +82,10 @@ def rows_of(
                 "player": (after or {}).get("player"),
                 **_verdict("", after),
                 **_verdict("baseline_", before),
-                "change": None if baseline is None or row.ok else kind(before, after),
+                "change": change,
                 "events": _events(shots, shot if after is not None else None),
-                "baseline_events": _events(baseline_shots or {}, shot),
+                # the picture before, for a changed shot only: the rest would double the size
+                "baseline_events": _events(baseline_shots or {}, shot) if change else None,
             }
         )
     return rows
