@@ -291,7 +291,7 @@ def test_against_another_install_with_a_rotated_recording_then_resume(
     corpus = _matches(tmp_path / "corpus", range(1, 4))
     data = (corpus / "table3" / "match-003.bin").read_bytes()
     (corpus / "table3" / "match-003.bin").unlink()
-    with CaptureRecorder(corpus / "table1", max_bytes=len(data) // 3 + 1) as rec:
+    with CaptureRecorder(corpus / "table1", max_bytes=len(data) // 3 + 4000) as rec:
         for start in range(0, len(data), 4000):
             rec.write(data[start : start + 4000])
     assert len(rec.paths) == 3

@@ -87,7 +87,7 @@ def _add_regress(sub: argparse._SubParsersAction) -> None:
         epilog=f"example:\n{REGRESS_EXAMPLES.rstrip()}",
     )
     regress.add_argument("corpus", nargs="+", metavar="CORPUS", help="captures or folders of them")
-    regress.add_argument("-o", "--output", metavar="OUT", required=True, help="results folder")
+    regress.add_argument("-o", "--output", metavar="OUT", help="the results folder (needed)")
     base = regress.add_mutually_exclusive_group()
     base.add_argument(
         "--baseline",

@@ -26,10 +26,12 @@ from typing import Any
 
 from .compare import line_of
 from .corpus import Recording, filesystem
-from .results import batch_files, read_rows
+from .results import batch_files, footers
 
 Line = dict[str, Any]
+Shots = dict[int, list[Line]]
 EXPECT_SUFFIX = ".expect.json"
+RUN_COLUMNS = ("recording", "shot", "t_us", "verdict", "rules", "clause", "reason", "events")
 
 
 class BaselineError(ValueError):
@@ -39,8 +41,6 @@ class BaselineError(ValueError):
 class Expectations:
     """``NAME.expect.json`` files: beside the captures (``folder=None``) or in ``folder``."""
 
-    has_events = False
-
     def __init__(self, folder: str | None) -> None:
         self.folder = folder
         self.describe = (
@@ -49,7 +49,7 @@ class Expectations:
             else "stored expectations beside each capture"
         )
 
-    def verdicts(self, recording: Recording) -> tuple[list[Line] | None, dict[int, list[Line]]]:
+    def verdicts(self, recording: Recording) -> tuple[list[Line] | None, Shots]:
         stem = recording.name.removesuffix(".bin")
         if self.folder is not None:
             url = f"{self.folder.rstrip('/')}/{stem}{EXPECT_SUFFIX}"
@@ -69,27 +69,39 @@ class Expectations:
 
 
 class EarlierRun:
-    """The rows of an earlier ``hil regress -o DIR``: its own verdicts, and their events."""
+    """The rows of an earlier ``hil regress -o DIR``: its own verdicts, and their events.
 
-    has_events = True
+    Read a batch file at a time, as recordings ask for them (the footers say
+    which file holds which recording), so a season's results are never all
+    in memory; recordings come in about the order the earlier run wrote them.
+    """
 
     def __init__(self, folder: str) -> None:
         self.describe = f"the earlier run in {folder}"
-        self._lines: dict[str, list[Line]] = defaultdict(list)
-        self._shots: dict[str, dict[int, list[Line]]] = defaultdict(dict)
-        columns = ["recording", "shot", "t_us", "verdict", "rules", "clause", "reason", "events"]
-        for row in read_rows(Path(folder), columns):
+        self._file = {name: path for path, done in footers(Path(folder)) for name in done}
+        self._loaded: tuple[Path | None, dict[str, tuple[list[Line], Shots]]] = (None, {})
+
+    def verdicts(self, recording: Recording) -> tuple[list[Line] | None, Shots]:
+        path = self._file.get(recording.name)
+        if path is None:  # not in the earlier run: nothing to compare with
+            return None, {}
+        if self._loaded[0] != path:
+            self._loaded = (path, self._read(path))
+        return self._loaded[1].get(recording.name, ([], {}))  # no shots at all: none to compare
+
+    def _read(self, path: Path) -> dict[str, tuple[list[Line], Shots]]:
+        import pyarrow.parquet as pq
+
+        found: dict[str, tuple[list[Line], Shots]] = defaultdict(lambda: ([], {}))
+        for row in pq.read_table(path, columns=list(RUN_COLUMNS)).to_pylist():
             line = line_of(row)
             if line is None:  # a shot only its own baseline had
                 continue
-            self._lines[row["recording"]].append(line)
+            lines, shots = found[row["recording"]]
+            lines.append(line)
             if row["events"] and row["shot"] is not None:
-                self._shots[row["recording"]][row["shot"]] = json.loads(row["events"])
-
-    def verdicts(self, recording: Recording) -> tuple[list[Line] | None, dict[int, list[Line]]]:
-        if recording.name not in self._lines:
-            return None, {}
-        return self._lines[recording.name], self._shots[recording.name]
+                shots[row["shot"]] = json.loads(row["events"])
+        return dict(found)
 
 
 def stored(folder: str | None) -> Expectations | EarlierRun:

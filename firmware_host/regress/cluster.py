@@ -20,10 +20,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import dask
 from distributed import Client, LocalCluster, WorkerPlugin
 
 PACKAGES = ("firmware_host", "protocol", "rules")  # what decides a verdict
 WAIT_FOR_WORKERS_S = 120  # a scheduler with no worker yet: how long to wait for the first
+#: Dask's samplers of the worker's own thread (a stack every 10 ms, the GIL every 1 ms) cost the
+#: pipeline, which holds the GIL, CPU for diagnostics no one reads here (bench/regress.py)
+QUIET_WORKERS = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.gil.enabled": False,
+}
 
 
 class VersionError(RuntimeError):
@@ -77,6 +84,7 @@ def connect(scheduler: str | None, workers: int | None, memory_limit: str) -> It
             yield client
         return
     with (
+        dask.config.set(QUIET_WORKERS),  # the nannies hand the config on to their workers
         LocalCluster(
             n_workers=workers or os.cpu_count() or 1,
             threads_per_worker=1,

@@ -54,6 +54,8 @@ def run_regress(args: argparse.Namespace) -> int:
     from .results import done_recordings
     from .run import Plan
 
+    if args.output is None:
+        raise UsageError("-o OUT: where to write the results is needed")
     if args.scheduler and args.workers:
         raise UsageError("--workers is for the local cluster; a scheduler has its own workers")
     out = Path(args.output)

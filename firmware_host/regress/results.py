@@ -66,15 +66,18 @@ def batch_files(out: Path) -> list[Path]:
     return sorted(results_dir(out).glob("*.parquet"))
 
 
-def done_recordings(out: Path) -> dict[str, dict[str, Any]]:
-    """Every recording a batch file completes, with its costs (from the footers only)."""
+def footers(out: Path) -> Iterator[tuple[Path, dict[str, dict[str, Any]]]]:
+    """Each batch file and the recordings it completes, with their costs (footers only)."""
     import pyarrow.parquet as pq
 
-    done: dict[str, dict[str, Any]] = {}
     for path in batch_files(out):
         meta = pq.read_metadata(path).metadata or {}
-        done.update(json.loads(meta.get(META_KEY, b"{}")))
-    return done
+        yield path, json.loads(meta.get(META_KEY, b"{}"))
+
+
+def done_recordings(out: Path) -> dict[str, dict[str, Any]]:
+    """Every recording the run in ``out`` completed, with what replaying it cost."""
+    return {name: costs for _, done in footers(out) for name, costs in done.items()}
 
 
 def read_rows(out: Path, columns: list[str] | None = None, where: Any = None) -> Iterator[Row]:
