@@ -66,7 +66,7 @@ def run_regress(args: argparse.Namespace) -> int:
         base = None if python else stored(args.baseline)
     except (CorpusError, BaselineError, AgainstError) as exc:
         raise UsageError(str(exc)) from None
-    against = f"the version in {python}" if python else base.describe  # type: ignore[union-attr]
+    against = f"{args.against} (run by {python})" if python else base.describe  # type: ignore[union-attr]
     settings = {"baseline": against, "rules": asdict(rules)}
     _check_out(out, settings, args.resume)
     done = done_recordings(out) if args.resume else {}

@@ -70,11 +70,10 @@ class Progress:
 
 def _rich_bar(stream: TextIO, parts: int) -> tuple[Any, Any]:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, Progress, TextColumn
 
     progress = Progress(
         BarColumn(),
-        MofNCompleteColumn(),
         TextColumn("{task.fields[status]}"),
         console=Console(file=stream),
     )

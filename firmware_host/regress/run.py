@@ -91,7 +91,7 @@ class _Runner:
         self.client, self.plan, self.writer, self.progress = client, plan, writer, progress
         self.token = uuid.uuid4().hex[:8]  # keys unique on a scheduler other runs share
         self.flights: dict[str, _Flight] = {}
-        self.meaning: dict[str, tuple[str, str, int]] = {}  # future key -> recording, what, part
+        self.meaning: dict[Any, tuple[str, str, int]] = {}  # future key -> recording, what, part
         self.queue = iter(enumerate(plan.recordings))
         self.outcome = Outcome()
         self.done = as_completed()
@@ -168,6 +168,7 @@ class _Runner:
         for p in parts:  # a shot the rotation cut in two: its events from both parts
             for shot, events in p.shots.items():
                 shots.setdefault(shot, []).extend(events)
+        baseline: list[Line] | None
         if flight.baseline is not None:
             baseline, baseline_shots = flight.baseline
         elif self.plan.stored is not None:
