@@ -90,7 +90,7 @@ def connect(scheduler: str | None, workers: int | None, memory_limit: str) -> It
             threads_per_worker=1,
             processes=True,
             memory_limit=memory_limit,
-            dashboard_address=None,
+            dashboard_address=":0",  # the HTTP server on a free port, never a clash
             host="127.0.0.1",
         ) as cluster,
         Client(cluster) as client,

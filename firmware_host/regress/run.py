@@ -27,6 +27,7 @@ from distributed import Client, Future, as_completed
 
 from rules import RulesConfig
 
+from .baseline import BaselineError
 from .compare import rows_of
 from .corpus import Recording
 from .progress import Progress
@@ -172,7 +173,11 @@ class _Runner:
         if flight.baseline is not None:
             baseline, baseline_shots = flight.baseline
         elif self.plan.stored is not None:
-            baseline, baseline_shots = self.plan.stored(rec)
+            try:
+                baseline, baseline_shots = self.plan.stored(rec)
+            except BaselineError as exc:  # one bad expectation file fails its recording only
+                self.outcome.failed[rec.name] = str(exc)
+                return
         else:
             baseline, baseline_shots = None, {}
         rows = rows_of(rec.name, lines, shots, baseline, baseline_shots)
