@@ -56,8 +56,8 @@ def filesystem(url: str) -> tuple[Any, str]:
     return url_to_fs(url)
 
 
-def _protocol_prefix(fs: Any, url: str) -> str:
-    """What to put back before a path ``fs`` lists, so the result opens anywhere."""
+def _protocol_prefix(url: str) -> str:
+    """What to put back before a path fsspec lists (it drops ``s3://``), so it opens anywhere."""
     return "" if "://" not in url else url.split("://", 1)[0] + "://"
 
 
@@ -80,7 +80,7 @@ def _recordings_of(corpus: str) -> list[Recording]:
     fs, root = filesystem(corpus)
     if not fs.exists(root):
         raise CorpusError(f"{corpus}: no such file or folder")
-    prefix = _protocol_prefix(fs, corpus)
+    prefix = _protocol_prefix(corpus)
     if fs.isdir(root):
         listing = fs.find(root, detail=True)
         base = root.rstrip("/") + "/"
