@@ -38,7 +38,6 @@ PARTS = (
     Part("tshark", "tshark", "the Wireshark dissector, pcap and extcap tests read with it"),
     Part("tmux", "tmux", "the monitor's tests type into a real terminal"),
     Part("systemd-analyze", "systemd", "the service tests verify the systemd unit"),
-    Part("git", "git", "the HIL regression tests build a baseline from another version"),
 )
 
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
