@@ -32,6 +32,10 @@ from .release_lag import SENSED, ReleaseLag
 from .transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
 
 log = logging.getLogger(__name__)
+#: The referee's presses: an audit record, told at INFO whatever the verbosity (``run`` sets
+#: this logger's level) and never summed away by the rate limit (``extra=AUDIT``).
+presses_log = logging.getLogger("firmware_host.presses")
+AUDIT = {"audit": True}
 
 TICK_S = 0.005  # how often a quiet link still releases settled events
 CATCH_UP_BYTES = 65_536  # queued reads judged together at most (a pipeline catching up)
@@ -101,7 +105,7 @@ class Daemon:
         self.indicator_problem: str | None = None  # why not, in the log's words
         self.last_verdict: dict[str, Any] | None = None
         self._hello_wanted = threading.Event()
-        self._presses: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
+        self._presses: queue.SimpleQueue[tuple[str, int, int]] = queue.SimpleQueue()
         self._pressed = 0
         self.connected = threading.Event()  # set while the port is open
         # The hub's ACKs are taken from the bytes in the reader thread, as they arrive: the
@@ -201,15 +205,18 @@ class Daemon:
 
         Any thread may call it; a bad key or arg is a ValueError here, at
         once.  The pipeline thread judges it on its next turn (within
-        ``TICK_S``), exactly as a KEYPAD frame at that instant.
+        ``TICK_S``), exactly as a KEYPAD frame at that instant.  Each press
+        taken is logged with who pressed it (``source``: the page's client
+        address, the broker's command id).
         """
-        self._presses.put((*check_press(key, arg), source))
+        key, arg = check_press(key, arg)
+        presses_log.info("referee press from %s: %s %d", source, key, arg, extra=AUDIT)
+        self._presses.put((key, arg, time.monotonic_ns()))  # its instant: when pressed
 
     def _take_presses(self) -> None:
         while not self._presses.empty():
-            key, arg, source = self._presses.get_nowait()
-            log.info("referee (%s): %s %d", source, key, arg)
-            now = time.monotonic_ns()
+            key, arg, now = self._presses.get_nowait()  # pressed at `now`, taken after the
+            # bytes the pipeline has had: a replay presses it there (the .tx's offset)
             if self.recorder is not None:  # kept with the match: a replay presses it there too
                 self._pressed += 1
                 frame = encode_frame(

@@ -331,7 +331,6 @@ def not_ports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "socket://:80": "socket://:80",
         "rfc2217://x": "rfc2217://x",
         "bogus://x": "bogus://x",
-        "a missing device": "/dev/no-such-table",
     }
 
 
@@ -348,7 +347,6 @@ def not_ports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "socket://:80",
         "rfc2217://x",
         "bogus://x",
-        "a missing device",
     ],
 )
 def test_run_on_what_is_no_serial_port_is_a_usage_error(

@@ -92,7 +92,7 @@ def test_hub_reboot_and_garbage_are_reported_and_survived(two_shots, tmp_path):
 
 @pytest.mark.parametrize(
     "port, says",
-    [("/dev/no-such-table", "no such device"), ("bogus://x", "protocol 'bogus' not known")],
+    [("/dev/null", "not a tty"), ("bogus://x", "protocol 'bogus' not known")],
 )
 def test_run_with_a_bad_port_says_so_in_one_line_and_exits_2(port, says):
     done = subprocess.run(
