@@ -30,6 +30,7 @@ so that the next start is warm.  See docs/startup.md.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import subprocess
@@ -490,8 +491,6 @@ def _check_scenario(name: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    import logging
-
     # The referee's presses are an audit record: logged without -v too (docs/web.md).
     presses = logging.getLogger("firmware_host.presses")
     presses.setLevel(min(logging.INFO, logging.getLogger().getEffectiveLevel()))
