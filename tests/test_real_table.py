@@ -53,6 +53,19 @@ def fh(*args: str, env: dict[str, str] | None = None, timeout: float = 120):
     )
 
 
+def python_c(script: str, env: dict[str, str] | None = None):
+    """``python -c SCRIPT`` from the checkout: a launcher a test needs around the CLI."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
 def one_line(done: subprocess.CompletedProcess[str], says: str) -> None:
     """Exit status 2 and one line on stderr that says this (EVENTS.md), no traceback."""
     assert done.returncode == 2, done.stderr
@@ -97,15 +110,7 @@ def test_run_started_by_systemd_without_a_port_refuses_in_one_line(tmp_path):
         "_, status = os.waitpid(pid, 0)\n"
         "sys.exit(os.waitstatus_to_exitcode(status))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", launcher],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-        env={**os.environ, "INVOCATION_ID": "0123abcd"},
-    )
+    done = python_c(launcher, {**os.environ, "INVOCATION_ID": "0123abcd"})
     one_line(done, "firmware-host run: no --port under a service ($INVOCATION_ID is set)")
 
 
@@ -137,14 +142,7 @@ def test_run_web_without_its_extra_says_so_before_any_token():
         "from firmware_host.cli import main\n"
         "raise SystemExit(main(['run', '--web', '0', '--scenario', 'double_hit']))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", without_aiohttp],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
+    done = python_c(without_aiohttp)
     one_line(done, "firmware-host run: --web needs aiohttp: pip install '.[web]'")
     assert "token" not in done.stderr
 
