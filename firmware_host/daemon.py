@@ -38,6 +38,7 @@ presses_log = logging.getLogger("firmware_host.presses")
 AUDIT = {"audit": True}
 
 TICK_S = 0.005  # how often a quiet link still releases settled events
+HANG_UP_S = 2.0  # a closed port: how long "match over" may take to be read, with hang_up
 CATCH_UP_BYTES = 65_536  # queued reads judged together at most (a pipeline catching up)
 BAD_REPORT_S = 1.0  # bad frames are summed into one log line at most this often
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
@@ -385,7 +386,10 @@ class Daemon:
             return
         self.connected.clear()
         ending = self._hang_up_after
-        if status.state is LinkState.LOST and ending is not None and ending.is_set():
+        # The table says "match over", then closes its port; on a busy machine the thread
+        # that reads its words may not have run yet: give it a moment (this thread is the
+        # transport's, which has nothing to read from a closed port anyway).
+        if status.state is LinkState.LOST and ending is not None and ending.wait(HANG_UP_S):
             log.info("port %s closed by the table at the end of its match", status.url)
         elif status.state is LinkState.LOST:
             self.stats.link_losses += 1
@@ -394,7 +398,16 @@ class Daemon:
     def _health(self, change: HealthChange) -> None:
         """The command link's health, told once per change, in the words the status file
         holds (``indicator``, ``indicator_problem``): the log and ``status`` always agree."""
-        if change.health is LinkHealth.FAILED:
+        ending = self._hang_up_after
+        if (
+            change.health is LinkHealth.FAILED
+            and ending is not None
+            and not self.connected.is_set()
+            and ending.wait(HANG_UP_S)  # as for the closed port (_link_status)
+        ):
+            # the virtual table's match is over and its port closed: nothing to drive
+            log.info("%s seq %s not sent: the table closed its port", change.name, change.seq)
+        elif change.health is LinkHealth.FAILED:
             self.stats.indicator_failures += 1
             self.indicator_ok = False
             self.indicator_problem = (

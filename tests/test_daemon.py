@@ -211,3 +211,35 @@ def test_a_hub_that_never_acks_is_one_line_in_the_log_and_the_same_words_in_stat
     problem = "indicator link failed: no ACK for REQUEST_HELLO seq 0 after 3 resends"
     assert logged == [problem]
     assert said == ["failed", problem]
+
+
+def test_a_table_that_closes_its_port_before_its_match_over_is_read_is_no_lost_link(caplog):
+    """The virtual table says "match over", then closes its pty 0.5 s later; on a busy
+    machine `run` may read the words after the port is gone: that is the match's end, not a
+    lost link (and no lamp alarm for a command the closed port could not take)."""
+    wire = build_wire(scenarios.SCENARIOS["double_hit"](), HubConfig(seed=3))
+    hub = VirtualHub(wire, speed=SPEED, wait_for_host=True).start()
+    daemon = Daemon(hub.device)
+    stop = threading.Event()
+    runner = threading.Thread(target=lambda: daemon.run(stop, hang_up=True))
+    with caplog.at_level(logging.INFO, logger="firmware_host"):
+        try:
+            runner.start()
+            assert daemon.connected.wait(20), "the daemon never opened the port"
+            time.sleep(0.3)
+            daemon._link.set_indicator("ready")  # in flight when the port goes
+            hub.close()  # the port is gone; "match over" is still unread
+            time.sleep(0.5)
+            stop.set()  # ... read now
+        finally:
+            stop.set()
+            runner.join(20)
+    assert daemon.stats.link_losses == 0
+    assert daemon.indicator_ok, "a lamp alarm for the closed port"
+    said = [r.getMessage() for r in caplog.records if r.name == "firmware_host.daemon"]
+    assert any("closed by the table at the end of its match" in m for m in said), said
+    assert not [
+        r
+        for r in caplog.records
+        if r.name.startswith("firmware_host.daemon") and r.levelno >= logging.WARNING
+    ]
