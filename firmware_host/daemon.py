@@ -391,6 +391,7 @@ class Daemon:
         # transport's, which has nothing to read from a closed port anyway).
         if status.state is LinkState.LOST and ending is not None and ending.wait(HANG_UP_S):
             log.info("port %s closed by the table at the end of its match", status.url)
+            self._transport.closing.wait(HANG_UP_S)  # no reopen: run closes the transport
         elif status.state is LinkState.LOST:
             self.stats.link_losses += 1
             log.warning("port %s lost (%s); reconnecting", status.url, status.error)
@@ -402,9 +403,8 @@ class Daemon:
         if (
             change.health is LinkHealth.FAILED
             and ending is not None
-            and not self.connected.is_set()
-            and ending.wait(HANG_UP_S)  # as for the closed port (_link_status)
-        ):
+            and (ending.is_set() or not self.connected.is_set() and ending.wait(HANG_UP_S))
+        ):  # stopped, or the port closed and the stop follows (as in _link_status)
             # the virtual table's match is over and its port closed: nothing to drive
             log.info("%s seq %s not sent: the table closed its port", change.name, change.seq)
         elif change.health is LinkHealth.FAILED:

@@ -325,6 +325,11 @@ class SerialTransport:
         return self._opened.wait(timeout_s)
 
     @property
+    def closing(self) -> threading.Event:
+        """Set by :meth:`close`: no reopen will follow."""
+        return self._closing
+
+    @property
     def state(self) -> LinkState:
         return self._state
 
@@ -459,7 +464,14 @@ class SerialTransport:
             self._opened.set()
         status = LinkStatus(state, self.url, time.monotonic_ns(), error, attempt)
         if state is LinkState.LOST:
-            log.warning("%s: link lost: %s", self.url, error)
+            # A consumer of on_status (the daemon) says it in its own words, once: whether
+            # it is a loss at all (a virtual table hanging up at its match's end is not).
+            log.log(
+                logging.INFO if self._on_status else logging.WARNING,
+                "%s: link lost: %s",
+                self.url,
+                error,
+            )
         elif state is LinkState.CONNECTING and error:
             # The first failure is news; then a reminder every wait_report_s (an absent
             # device is waited for: a USB adapter that enumerates late, a cable out).

@@ -214,7 +214,7 @@ def test_a_hub_that_never_acks_is_one_line_in_the_log_and_the_same_words_in_stat
 
 
 def test_a_table_that_closes_its_port_before_its_match_over_is_read_is_no_lost_link(caplog):
-    """The virtual table says "match over", then closes its pty 0.5 s later; on a busy
+    """The virtual table says "match over", then closes its pty 1 s later; on a busy
     machine `run` may read the words after the port is gone: that is the match's end, not a
     lost link (and no lamp alarm for a command the closed port could not take)."""
     wire = build_wire(scenarios.SCENARIOS["double_hit"](), HubConfig(seed=3))
