@@ -249,15 +249,20 @@ def add_baud_argument(parser: Any) -> None:
 NETWORK_SCHEMES = ("socket", "rfc2217")
 
 
-def check_port(url: str) -> None:
+def check_port(url: str, absent_ok: bool = False) -> None:
     """``--port``: a serial device that exists, or a URL pyserial can use; else UsageError.
 
-    A typo is a usage error at once; a table that is only absent (a cable
-    out, a server not up yet) is waited for by the daemon.
+    What cannot be a port is a usage error at once; a table that is only
+    absent (a cable out, a server not up yet) is waited for by the daemon.
+    ``absent_ok`` (``run``): a device path that does not exist yet is such a
+    table too (a USB adapter that enumerates late, a ``/dev/serial/by-id/``
+    name before the plug-in); the one-shot tools say "no such device".
     """
+    if not url:
+        raise UsageError("--port: empty (a serial device or a pyserial URL)")
     if "://" in url:
         _check_url(url)
-    else:
+    elif not (absent_ok and not os.path.exists(url)):
         _check_device(url)
 
 
@@ -301,6 +306,11 @@ def _check_device(path: str) -> None:
         raise UsageError(f"--port {path}: {exc.strerror or exc}") from None
     if not stat.S_ISCHR(st.st_mode):
         raise UsageError(f"--port {path}: {_kind(st.st_mode)}, not a serial device")
+    from .transport import access_problem
+
+    problem = access_problem(path)
+    if problem is not None:  # the dialout group, usually
+        raise UsageError(f"--port {path}: {problem}")
     # sysfs names the class of a registered device without opening it (an open may
     # reset a board through DTR); pseudo-terminals are not registered there.
     subsystem = f"/sys/dev/char/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/subsystem"

@@ -8,9 +8,9 @@ kernels are not compiled yet (see ``docs/startup.md``):
   numbered, kept, and sent to the same pipeline running interpreted in a
   worker process (:mod:`.interpreted`); its outcomes come back in op order
   and are published as they come;
-* the hub's ACKs cannot wait for a worker that runs behind the wire (the
-  command link resends after 50 ms), so :class:`AckSniffer` picks them out
-  of the bytes in the transport's reader thread, as they arrive;
+* the hub's ACKs never wait for a pipeline (the command link resends after
+  50 ms): :class:`AckSniffer` picks them out of the bytes in the transport's
+  reader thread, as they arrive, for every engine;
 * when the warm-up process (:mod:`.warmup`) has compiled the kernels, a fresh
   compiled pipeline replays every op so far in this thread (numba's first
   compile is not safe across threads; this is the one thread), the outcomes
@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import pickle
 import queue
+import re
 import subprocess
 import threading
 import time
@@ -41,7 +42,7 @@ from .pipeline import Step
 log = logging.getLogger(__name__)
 
 #: Decoded frames the daemon itself acts on (the command link, the log).
-HOST_TABLES = ("ACK", "HELLO", "NODE_STATUS", "LOG")
+HOST_TABLES = ("HELLO", "NODE_STATUS", "LOG")  # not ACK: AckSniffer
 COLD_TICK_S = 0.02  # a tick op at most this often while interpreted (every op is kept)
 FEED, TICK, FLUSH, PRESS = "feed", "tick", "flush", "press"
 #: (FEED, data, host_rx_ns) | (TICK, host_now_ns) | (FLUSH,) | (PRESS, key, arg, host_now_ns)
@@ -167,28 +168,38 @@ class Compiled:
 
 
 class AckSniffer:
-    """The hub's ACK frames out of raw bytes, in pure Python, as they arrive.
+    """The hub's ACK frames out of raw bytes, in the reader thread, as they arrive.
 
-    A frame's COBS code byte is followed by the body's first bytes unchanged
-    up to its first zero; version and msg_type are never zero in a valid
-    frame, so ``frame[2]`` is the msg_type and only ACKs are parsed (CRC
-    checked, through the catalogue like every frame).
+    The command link gives the hub 50 ms per transmission, while the
+    pipeline thread may be busy far longer (loading the numba kernels on its
+    first feed, a cold start's worker, a burst to catch up), so the daemon
+    takes every ACK here, never from the pipeline.  A frame's COBS code byte
+    is followed by the body's first bytes unchanged up to its first zero;
+    version and msg_type are never zero in a valid frame, so a regular
+    expression (scanned in C: no per-frame Python object on the bulk path)
+    finds the frames whose msg_type is ACK, and only those are parsed (CRC
+    checked, through the catalogue like every frame).  The stream's first
+    byte counts as a frame start, as the decoder's does.
     """
 
     ACK = BY_NAME["ACK"].msg_type
+    _FRAME = re.compile(rb"\x00([\x03-\xff][^\x00]%b[^\x00]*)(?=\x00)" % re.escape(bytes([ACK])))
 
     def __init__(self) -> None:
-        self._carry = b""
+        self._carry = b"\x00"  # from the last delimiter on: the start of the next frame
 
     def feed(self, data: bytes) -> list[dict[str, int]]:
-        *frames, rest = (self._carry + data).split(b"\x00")
-        self._carry = rest if len(rest) <= MAX_BODY + 2 else b""  # an over-long run: garbage
+        buf = self._carry + data
+        last = buf.rfind(b"\x00")
+        if last < 0:  # inside a frame: an over-long run is garbage, a new start comes later
+            self._carry = buf if len(buf) <= MAX_BODY + 2 else b""
+            return []
+        self._carry = buf[last:]
         acks = []
-        for raw in frames:
-            if len(raw) > 2 and raw[0] >= 3 and raw[2] == self.ACK:
-                msg = parse_frame(raw)
-                if isinstance(msg, Message):
-                    acks.append(msg.fields)
+        for found in self._FRAME.finditer(buf, 0, last + 1):
+            msg = parse_frame(found.group(1))
+            if isinstance(msg, Message):
+                acks.append(msg.fields)
         return acks
 
 
@@ -251,14 +262,12 @@ class ColdStart:
 
     ``warmup`` (``None``: nothing is being compiled, e.g. numba cannot cache
     here) is a :class:`.warmup.Background`, watched through ``returncode``.
-    The daemon answers ACKs from the raw bytes (:attr:`sniffs_acks`), so no
-    outcome of this engine carries them.  While the worker is busy, the
+    While the worker is busy, the
     chunks that arrive are joined into one op (as if one read had returned
     them all): the worker never falls behind by more than what came while it
     worked on the last op, and the compiled replay has few ops to go through.
     """
 
-    sniffs_acks = True
     IN_FLIGHT = 2  # ops sent to the worker and not answered yet, at most
 
     def __init__(
@@ -292,7 +301,7 @@ class ColdStart:
 
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:
         if self.compiled is not None:
-            return _no_acks(self.compiled.feed(data, host_rx_ns))
+            return self.compiled.feed(data, host_rx_ns)
         self._pending += data
         self._pending_rx = host_rx_ns
         out = self._collect()
@@ -316,7 +325,7 @@ class ColdStart:
 
     def press(self, key: str, arg: int, host_now_ns: int) -> list[Outcome]:
         if self.compiled is not None:
-            return _no_acks(self.compiled.press(key, arg, host_now_ns))
+            return self.compiled.press(key, arg, host_now_ns)
         self._send_pending(force=True)  # the bytes read before the press come first
         self._send((PRESS, key, arg, host_now_ns))
         return self._collect()
@@ -329,7 +338,7 @@ class ColdStart:
         if abandon:
             return []
         if self.compiled is not None:
-            return _no_acks(self.compiled.finish())
+            return self.compiled.finish()
         self._send_pending(force=True)
         self._send((FLUSH,))
         out = []
@@ -395,7 +404,6 @@ class ColdStart:
                 self._losses = got.losses
             if got.decoder_stats is not None:
                 self._worker_stats = got.decoder_stats
-            got.tables.pop("ACK", None)
             out.append(got)
             block = False
         if switch and self.warmup is not None and self.warmup.returncode is not None:
@@ -427,7 +435,6 @@ class ColdStart:
                 if got.step != self._steps[i]:
                     self.disagreements += 1
                 continue
-            got.tables.pop("ACK", None)
             out.append(got)
         if self.disagreements:
             log.warning(
@@ -443,9 +450,3 @@ class ColdStart:
             time.monotonic() - started,
         )
         return out
-
-
-def _no_acks(outcomes: list[Outcome]) -> list[Outcome]:
-    for outcome in outcomes:
-        outcome.tables.pop("ACK", None)
-    return outcomes
