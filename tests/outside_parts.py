@@ -38,6 +38,7 @@ PARTS = (
     Part("tshark", "tshark", "the Wireshark dissector, pcap and extcap tests read with it"),
     Part("tmux", "tmux", "the monitor's tests type into a real terminal"),
     Part("systemd-analyze", "systemd", "the service tests verify the systemd unit"),
+    Part("udevadm", "udev", "the service tests read the serial port's udev rule with udev"),
 )
 
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")

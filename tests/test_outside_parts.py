@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "outside_parts.py"
-EVERY_PACKAGE = "chromium chromium-driver mosquitto openssl tshark tmux systemd"
+EVERY_PACKAGE = "chromium chromium-driver mosquitto openssl tshark tmux systemd udev"
 
 
 def stub(folder: Path, name: str, body: str) -> None:
@@ -124,7 +124,7 @@ def test_what_is_present_is_not_installed_again(machine: Path) -> None:
     )
     done = set_up(machine, as_root=True)
     assert done.returncode == 0, done.stderr
-    assert logged(machine)[-1] == "apt-get install -y -qq tmux systemd"
+    assert logged(machine)[-1] == "apt-get install -y -qq tmux systemd udev"
 
 
 def test_a_machine_with_everything_installs_nothing(machine: Path) -> None:

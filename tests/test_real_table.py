@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from outside_parts import require
 from proc_util import as_nobody
 
 from firmware_host.cliutil import UsageError, check_port
@@ -232,8 +233,7 @@ def test_ports_names_each_device_by_its_stable_by_id_link(tmp_path):
 def udevadm_test(rules: Path, device: str) -> str:
     """``udevadm test`` with only ``rules`` added, in a private mount namespace with its own
     /dev and /run: the machine's devices and udev database are never touched."""
-    if shutil.which("udevadm") is None:
-        pytest.fail("udevadm is missing: apt-get install udev")
+    require("udevadm")
     script = (
         "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && "
         f"mount --bind {shlex.quote(str(rules))} /etc/udev/rules.d && "
@@ -369,10 +369,11 @@ def test_the_readme_service_steps_run_in_a_scratch_root_to_a_unit_systemd_accept
         assert line in unit.read_text().splitlines(), line
     assert (scratch / "etc" / "udev" / "rules.d" / "60-firmware-host.rules").exists()
 
-    if shutil.which("systemd-analyze") is None:
-        pytest.fail("systemd-analyze is missing: apt-get install systemd")
     verified = subprocess.run(
-        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False
+        [require("systemd-analyze"), "verify", str(unit)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert (verified.returncode, verified.stderr) == (0, ""), verified.stderr
 
