@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -73,6 +74,8 @@ def timed_run(args: argparse.Namespace, cache: Path, record: Path) -> dict[str, 
         assert proc.stderr is not None
         for line in proc.stderr:
             err.append(((time.monotonic_ns() - started) / 1e9, line.rstrip()))
+            if args.skip_compile and "refereeing done" in line:
+                proc.send_signal(signal.SIGINT)  # Ctrl-C skips the compile, as run says
 
     readers = [threading.Thread(target=out), threading.Thread(target=errs)]
     for r in readers:
@@ -170,6 +173,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sensors", default="full")
     parser.add_argument("--warm", action="store_true", help="then once more, warm")
+    parser.add_argument(
+        "--skip-compile", action="store_true", help="Ctrl-C once the refereeing is done"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     print(

@@ -22,10 +22,10 @@ from typing import Any
 
 from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, NODE_STATUS_CODES
 from protocol.framing import encode_frame
-from rules import RulesConfig, indicator_for
+from rules import MatchState, RulesConfig, indicator_for
 
 from .command_link import CommandLink, HealthChange, LinkHealth
-from .engine import AckSniffer, Compiled, Engine, Outcome
+from .engine import Compiled, Engine, Outcome
 from .pipeline import Step, check_press
 from .recorder import CaptureRecorder
 from .release_lag import SENSED, ReleaseLag
@@ -98,21 +98,22 @@ class Daemon:
         self.nodes_present: set[int] = set()  # the last HELLO's nodes_present
         self.indicator_ok = True  # False from a lamp command never acknowledged to the next ACK
         self.last_verdict: dict[str, Any] | None = None
+        self._state = MatchState()  # a cold start's, until its worker sends lines
         self._hello_wanted = threading.Event()
         self._presses: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
         self._pressed = 0
         self.connected = threading.Event()  # set while the port is open
         self._chunks: queue.SimpleQueue[Chunk] | None = None
-        self._sniffer: AckSniffer | None = None
-        if getattr(self.engine, "sniffs_acks", False):
-            # The engine answers late: ACKs are taken from the bytes in the reader thread.
-            self._sniffer = AckSniffer()
+        # The engine may answer late (a cold start): ACKs and who is talking are taken from
+        # the bytes in the reader thread (engine.FrameSniffer).
+        self._sniffs = bool(getattr(self.engine, "sniffs_acks", False))
+        if self._sniffs:
             self._chunks = queue.SimpleQueue()
         self._transport = SerialTransport(
             url,
             baudrate=baud,
             on_status=self._link_status,
-            on_chunk=self._receive if self._sniffer is not None else None,
+            on_chunk=self._receive if self._sniffs else None,
         )
         self._link = CommandLink(
             self._transport.write,
@@ -135,9 +136,11 @@ class Daemon:
 
     @property
     def referee_state(self) -> Any:
-        """The match state after the last line (None while a cold start referees interpreted)."""
+        """The match state after the last line: the compiled pipeline's, or, while a cold
+        start referees interpreted, the one its worker sent with its last lines (the start
+        of a match before any)."""
         pipeline = self.pipeline
-        return pipeline.referee.state if pipeline is not None else None
+        return pipeline.referee.state if pipeline is not None else self._state
 
     def also(self, on_line: Sink, on_event: Sink) -> None:
         """Hand every line and event to one more edge too (the live page, the broker), after
@@ -256,18 +259,22 @@ class Daemon:
         return chunk.data
 
     def _receive(self, chunk: Chunk) -> None:
-        """The reader thread, with a sniffing engine: the hub's ACKs at once, then the queue."""
-        assert self._sniffer is not None and self._chunks is not None
-        acks = self._sniffer.feed(chunk.data)
-        if acks:
-            self._acks(acks)
+        """The reader thread, with a sniffing engine: the hub's ACKs and the nodes heard at
+        once (at the read's own time), then the queue."""
+        assert self._chunks is not None
+        sniffed = self.engine.sniff(chunk.data)  # type: ignore[attr-defined]
+        if sniffed.acks:
+            self._acks(sniffed.acks)
+        self.heard_ns.update(dict.fromkeys(sniffed.nodes, chunk.host_rx_ns))
         self._chunks.put(chunk)
 
     def _apply(self, outcomes: list[Outcome]) -> None:
         for outcome in outcomes:
-            if outcome.nodes:
+            if outcome.nodes and not self._sniffs:  # else heard as read (_receive)
                 now = time.monotonic_ns()
                 self.heard_ns.update(dict.fromkeys(outcome.nodes, now))
+            if outcome.state is not None:
+                self._state = outcome.state
             self._frames(outcome.tables)
             if outcome.balls is not None:
                 self.on_balls(outcome.balls)

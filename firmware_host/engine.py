@@ -9,8 +9,9 @@ kernels are not compiled yet (see ``docs/startup.md``):
   worker process (:mod:`.interpreted`); its outcomes come back in op order
   and are published as they come;
 * the hub's ACKs cannot wait for a worker that runs behind the wire (the
-  command link resends after 50 ms), so :class:`AckSniffer` picks them out
-  of the bytes in the transport's reader thread, as they arrive;
+  command link resends after 50 ms), nor can the nodes' health (silent after
+  2 s), so :class:`FrameSniffer` picks ACKs and senders out of the bytes in
+  the transport's reader thread, as they arrive;
 * when the warm-up process (:mod:`.warmup`) has compiled the kernels, a fresh
   compiled pipeline replays every op so far in this thread (numba's first
   compile is not safe across threads; this is the one thread), the outcomes
@@ -23,6 +24,7 @@ Each engine's ``feed``/``idle``/``finish`` return the outcomes to publish now.
 
 from __future__ import annotations
 
+import copy
 import logging
 import pickle
 import queue
@@ -32,8 +34,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from protocol.catalogue import BY_NAME, MAX_BODY
-from protocol.framing import Message, parse_frame
+from cobs import cobs
+
+from protocol.catalogue import (
+    BY_NAME,
+    BY_TYPE,
+    FLAG_RETRANSMISSION,
+    HEADER_SIZE,
+    MAX_BODY,
+    MIN_BODY,
+    PROTOCOL_VERSION,
+    Header,
+    crc32,
+)
+from protocol.framing import Message, parse_body
+from protocol.layout import layout
 from rules import RulesConfig
 
 from .pipeline import Step
@@ -65,6 +80,7 @@ class Outcome:
     decoder_stats: dict[str, Any] | None = None  # the decoder's totals (with the FLUSH outcome)
     nodes: tuple[int, ...] = ()  # the nodes a good frame came from in this op (health)
     balls: dict[str, list[float]] | None = None  # the op's last tracker frame (the live page)
+    state: Any = None  # the referee's MatchState after an op that gave lines (None: as before)
 
 
 def heard_from(decoded: Any) -> tuple[int, ...]:
@@ -145,6 +161,7 @@ class Compiled:
             vars(pipe.decoder.stats()) if op[0] == FLUSH else None,
             nodes,
             balls,
+            copy.deepcopy(pipe.referee.state) if step.lines else None,
         )
 
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:
@@ -166,30 +183,83 @@ class Compiled:
         return self.pipeline.events.losses()
 
 
-class AckSniffer:
-    """The hub's ACK frames out of raw bytes, in pure Python, as they arrive.
+def _header_offset(name: str) -> int:
+    """Where a header field starts in a frame's body, from the catalogue's Header."""
+    names = [sub.name for sub in Header.subcons]
+    return sum(sub.sizeof() for sub in Header.subcons[: names.index(name)])
 
-    A frame's COBS code byte is followed by the body's first bytes unchanged
-    up to its first zero; version and msg_type are never zero in a valid
-    frame, so ``frame[2]`` is the msg_type and only ACKs are parsed (CRC
-    checked, through the catalogue like every frame).
+
+@dataclass
+class Sniffed:
+    """What the raw bytes of one read showed, before any pipeline judged them."""
+
+    acks: list[dict[str, int]] = field(default_factory=list)
+    nodes: set[int] = field(default_factory=set)  # a good frame from them, or a sync sampled them
+    frames: int = 0  # good frames of a known type, retransmissions left out
+
+
+class FrameSniffer:
+    """The hub's ACKs, and who is talking, out of raw bytes in pure Python, as they arrive.
+
+    While the pipeline runs interpreted it may answer seconds after the wire
+    (docs/startup.md), but the command link resends after 50 ms and a node
+    is "silent" after 2 s: so the reader thread looks at each frame itself.
+    COBS and the CRC are checked by the C ``cobs`` codec and ``zlib``; only
+    ACKs are parsed (through the catalogue, like every frame); of the rest
+    only the header's node and a CLOCK_SYNC's peer are read, at offsets
+    derived from the catalogue.  A few microseconds a frame.
     """
 
     ACK = BY_NAME["ACK"].msg_type
+    SYNC = BY_NAME["CLOCK_SYNC"].msg_type
+    NODE_AT = _header_offset("node")
+    FLAGS_AT = _header_offset("flags")
+    PEER_AT = HEADER_SIZE + next(f.offset for f in layout(SYNC).fields if f.name == "peer")
 
     def __init__(self) -> None:
         self._carry = b""
 
-    def feed(self, data: bytes) -> list[dict[str, int]]:
+    def feed(self, data: bytes) -> Sniffed:
         *frames, rest = (self._carry + data).split(b"\x00")
         self._carry = rest if len(rest) <= MAX_BODY + 2 else b""  # an over-long run: garbage
-        acks = []
+        out = Sniffed()
         for raw in frames:
-            if len(raw) > 2 and raw[0] >= 3 and raw[2] == self.ACK:
-                msg = parse_frame(raw)
+            body = _checked_body(raw)
+            if body is None:
+                continue
+            if body[1] == self.ACK:
+                msg = parse_body(body)
                 if isinstance(msg, Message):
-                    acks.append(msg.fields)
-        return acks
+                    out.acks.append(msg.fields)
+            out.nodes.add(body[self.NODE_AT])
+            if body[1] == self.SYNC:
+                out.nodes.add(body[self.PEER_AT])
+            if not body[self.FLAGS_AT] & FLAG_RETRANSMISSION:
+                out.frames += 1
+        return out
+
+
+class AckSniffer:
+    """Only the ACKs of :class:`FrameSniffer` (the link tools' sender waits for them)."""
+
+    def __init__(self) -> None:
+        self._frames = FrameSniffer()
+
+    def feed(self, data: bytes) -> list[dict[str, int]]:
+        return self._frames.feed(data).acks
+
+
+def _checked_body(raw: bytes) -> bytes | None:
+    """A frame's body if its COBS, length, CRC, version and type are good (ICD order)."""
+    try:
+        body = cobs.decode(raw)
+    except cobs.DecodeError:
+        return None
+    if not MIN_BODY <= len(body) <= MAX_BODY:
+        return None
+    if crc32(body[:-4]) != int.from_bytes(body[-4:], "little"):
+        return None
+    return body if body[0] == PROTOCOL_VERSION and body[1] in BY_TYPE else None
 
 
 class Worker:
@@ -251,8 +321,8 @@ class ColdStart:
 
     ``warmup`` (``None``: nothing is being compiled, e.g. numba cannot cache
     here) is a :class:`.warmup.Background`, watched through ``returncode``.
-    The daemon answers ACKs from the raw bytes (:attr:`sniffs_acks`), so no
-    outcome of this engine carries them.  While the worker is busy, the
+    The daemon answers ACKs from the raw bytes (:attr:`sniffs_acks`,
+    :meth:`sniff`), so no outcome of this engine carries them.  While the worker is busy, the
     chunks that arrive are joined into one op (as if one read had returned
     them all): the worker never falls behind by more than what came while it
     worked on the last op, and the compiled replay has few ops to go through.
@@ -279,6 +349,8 @@ class ColdStart:
         self._last_op_at = 0.0
         self._worker_stats: dict[str, Any] = {}
         self._losses: dict[str, int] = {}
+        self.sniffer = FrameSniffer()
+        self._sniffed_frames = 0  # good frames read, counted as they arrive
         self.compiled: Compiled | None = None
         self.switched_at_op: int | None = None  # where the compiled pipeline took over
         self.disagreements = 0  # ops whose compiled outcome differed from the worker's
@@ -343,8 +415,20 @@ class ColdStart:
             self.warmup.wait()
         return out + self._switch(fallback=True)
 
+    def sniff(self, data: bytes) -> Sniffed:
+        """The reader thread's own look at a read: ACKs, who is talking, frames (see
+        FrameSniffer); this thread only counts the frames."""
+        got = self.sniffer.feed(data)
+        self._sniffed_frames += got.frames
+        return got
+
     def decoder_stats(self) -> dict[str, Any]:
-        return self.compiled.decoder_stats() if self.compiled else self._worker_stats
+        """The decoder's totals as the worker last sent them, with the frames read so far
+        (the worker may be seconds behind); the compiled decoder's once it took over."""
+        if self.compiled is not None:
+            return self.compiled.decoder_stats()
+        judged = int(self._worker_stats.get("frames", 0))
+        return {**self._worker_stats, "frames": max(judged, self._sniffed_frames)}
 
     def losses(self) -> dict[str, int]:
         return self.compiled.losses() if self.compiled else self._losses
