@@ -214,7 +214,7 @@ def test_the_break_is_legible_markers_apart_and_the_first_contact_its_own(
     assert piled == [], f"markers drawn over each other: {piled}"
     # the cue ball's first contact keeps a number of its own, and the list names it in words
     rows = [t["text"] for t in drawn["texts"] if t["mono"]]
-    first = next(r for r in rows if "(cue ball) hit ball" in r)
+    first = next(r for r in rows if "the cue ball hit ball" in r)
     number = first.split()[0]
     assert number in [m["text"] for m in markers], (number, [m["text"] for m in markers])
     # the contacts in the rack are one marker that names them all ("3–7, 9–32" or "3…32 (29)")
@@ -234,7 +234,8 @@ def test_a_contact_says_who_hit_whom_only_as_the_paths_show_it(readme_match, tmp
     ball at rest (EVENTS.md lists the pair as [0, 15]: the lower number first)."""
     svg = tmp_path / "shot2.svg"
     assert main(["plot", str(readme_match), "--shot", "2", "-o", str(svg)]) == 0
+    assert "the cue ball (ball 8): red edge, its path red" in texts(svg)  # the legend says which
     rows = [t for t in texts(svg) if " ms  " in t]
-    assert any(r.endswith("ball 8 (cue ball) hit ball 15") for r in rows), rows
+    assert any(r.endswith("the cue ball hit ball 15") for r in rows), rows
     assert any(r.endswith("ball 15 hit the coloured ball") for r in rows), rows
     assert not any("the coloured ball hit ball 15" in r for r in rows), rows

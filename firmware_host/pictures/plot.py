@@ -181,10 +181,12 @@ def first_cue_contact(view: ShotView) -> dict[str, Any] | None:
 
 
 def _ball(ball: int | None, cue: int | None = None) -> str:
+    """A ball as a referee names it: the cue ball as such (the legend says which it is)."""
     if ball is None:
         return "a ball"
-    name = "the coloured ball" if ball == 0 else f"ball {ball}"
-    return f"{name} (cue ball)" if ball == cue else name
+    if ball == cue:
+        return "the cue ball"
+    return "the coloured ball" if ball == 0 else f"ball {ball}"
 
 
 # -- the figure ---------------------------------------------------------------------------
