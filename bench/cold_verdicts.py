@@ -53,8 +53,8 @@ def timed_run(args: argparse.Namespace, cache: Path, record: Path) -> dict[str, 
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     env.pop("NUMBA_DISABLE_JIT", None)
     cmd = [sys.executable, "-m", "firmware_host", "run", "--json", "--record", str(record)]
-    cmd += ["--speed", str(args.speed), "--minutes", str(args.minutes), "--seed", str(args.seed)]
-    cmd += ["--sensors", args.sensors, "--web", "127.0.0.1:0"]
+    cmd += ["--minutes", str(args.minutes), "--seed", str(args.seed), "--sensors", args.sensors]
+    cmd += ["--web", "127.0.0.1:0"] + (["--speed", str(args.speed)] if args.speed else [])
     started = time.monotonic_ns()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
@@ -140,16 +140,39 @@ def measure(args: argparse.Namespace, cache: Path, what: str) -> dict[str, Any]:
                 "arrived_s": (arrived - run["started"]) / 1e9,
             }
         )
+    # what run said about the start and, after the match, about the compile (its first lines)
     done = next((t for t, line in run["stderr"] if "refereeing done" in line), None)
     after = [(t, line) for t, line in run["stderr"] if done is not None and t >= done]
+    said = [(t, line) for t, line in run["stderr"] if "plays its match at" in line]
+    said += after[:3] + after[-2:] if len(after) > 5 else after
     return {
+        "eta": eta_errors(run["stderr"]),
         "what": what,
         "status": run["status"],
         "shots": rows,
         "missing": sorted(set(ref) - set(run["verdicts"])),
-        "after_match": after,
+        "said": said,
         "exit_s": run["stderr"][-1][0] if run["stderr"] else None,
     }
+
+
+def eta_errors(err: list[tuple[float, str]]) -> list[tuple[float, float]]:
+    """How far off the compile's "about N s left" was: (share of the compile's time gone,
+    the predicted end minus the real one, s) at about a quarter, half and three quarters."""
+    import re
+
+    end = next((t for t, line in err if "kernels compiled and cached" in line), None)
+    said = []
+    for t, line in err:
+        found = re.search(r"about (?:(\d+) min)? ?(?:(\d+) s)? left", line)
+        if found and end:
+            left = int(found.group(1) or 0) * 60 + int(found.group(2) or 0)
+            said.append((t / end, t + left - end))
+    return [min(said, key=lambda s: abs(s[0] - q)) for q in (0.25, 0.5, 0.75) if said]
+
+
+def _s(seconds: float | None) -> str:
+    return "     ?" if seconds is None else f"{seconds:6.2f} s"
 
 
 def _summary(result: dict[str, Any]) -> str:
@@ -168,7 +191,9 @@ def _summary(result: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--speed", type=float, default=10.0)
+    parser.add_argument(
+        "--speed", type=float, help="the virtual table's (default: run's own choice, as the README)"
+    )
     parser.add_argument("--minutes", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sensors", default="full")
@@ -178,8 +203,9 @@ def main() -> int:
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    speed = f"--speed {args.speed:g}" if args.speed else "(run's own speed)"
     print(
-        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; run --speed {args.speed:g} "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; run {speed} "
         f"--minutes {args.minutes:g} --seed {args.seed} --sensors {args.sensors}",
         flush=True,
     )
@@ -194,12 +220,14 @@ def main() -> int:
                 for r in result["shots"]:
                     print(
                         f"  shot {r['shot']:3d}: at {r['arrived_s']:6.1f} s, "
-                        f"{r['after_end_s']:6.2f} s after its end, "
-                        f"{r['after_ideal_s']:6.2f} s after a warm daemon's",
+                        f"{_s(r['after_end_s'])} after its end, "
+                        f"{_s(r['after_ideal_s'])} after a warm daemon's",
                         flush=True,
                     )
-                for t, line in result["after_match"]:
+                for t, line in result["said"]:
                     print(f"  {t:6.1f} s  {line}")
+                for share, off in result["eta"]:
+                    print(f"  at {share:.0%} of the compile, its end was foretold {off:+.0f} s off")
     if args.json:
         print(json.dumps(results, indent=1))
     print(f"load {os.getloadavg()[0]:.1f} at the end")
