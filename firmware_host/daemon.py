@@ -15,7 +15,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,7 +268,9 @@ class Daemon:
         self.heard_ns.update(dict.fromkeys(sniffed.nodes, chunk.host_rx_ns))
         self._chunks.put(chunk)
 
-    def _apply(self, outcomes: list[Outcome]) -> None:
+    def _apply(self, outcomes: Iterable[Outcome]) -> None:
+        """Publish each outcome as it comes (a cold start's finish yields them as the worker
+        answers)."""
         for outcome in outcomes:
             if outcome.nodes and not self._sniffs:  # else heard as read (_receive)
                 now = time.monotonic_ns()

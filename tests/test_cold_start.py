@@ -190,6 +190,33 @@ def test_the_worker_with_its_twins_judges_a_break_as_the_compiled_pipeline_does(
     assert states and states[-1] == compiled.pipeline.referee.state
 
 
+def test_a_worker_behind_publishes_each_verdict_as_it_decides_it() -> None:
+    """A whole two-shot match read at once (a worker far behind, as at 10x on a busy
+    machine): the first shot's verdict comes out while the worker still works on the
+    rest, not with the last answer (verdicts 4-6 of issue 24 came together at the end)."""
+    data = (ROOT / "hil_tests" / "corpus" / "ball_nudged_17.full.bin").read_bytes()
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "firmware_host.interpreted"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
+    )
+    engine = ColdStart(worker, None)
+    try:
+        step = 4096
+        for i in range(0, len(data), step):
+            engine.feed(
+                data[i : i + step], 10**9 + i * 20_000
+            )  # the worker: 2 ops answered, at most
+        started = time.monotonic()
+        came = [(time.monotonic() - started, o) for o in engine.finish()]
+    finally:
+        engine.close()
+    verdicts = [t for t, o in came for line in o.step.lines if line.get("kind") == "verdict"]
+    assert len(verdicts) >= 2
+    assert verdicts[0] < 0.9 * came[-1][0], (verdicts, came[-1][0])
+
+
 def test_the_ack_sniffer_finds_the_decoders_acks_however_the_bytes_are_cut() -> None:
     from protocol.decoder import StreamDecoder
 
