@@ -6,8 +6,8 @@ it was written as: the same decoder, timing core, fusion and rules, about
 ten times slower than compiled but with nothing to compile.  Two kernels
 whose loops numpy or zlib do in one call are swapped for *twins* that give
 the same results (:data:`TWINS`; the tests hold them equal): the paths'
-simplification at each shot's end, which cost half a second of Python per
-moving ball, and the frames' CRC.  A live table sends about 150 frames a
+simplification's inner loop at each shot's end, which cost half a second
+of Python per moving ball, and the frames' CRC.  A live table sends about 150 frames a
 second; interpreted, one core judges the full sensor set about six times
 faster than a real table plays (``docs/startup.md`` has the figures).
 
@@ -35,36 +35,23 @@ import numpy as np
 PACKAGES = ("firmware_host.", "protocol.")
 
 
-def simplify(x: np.ndarray, y: np.ndarray, tol: float, keep: np.ndarray) -> int:
-    """``fusion.paths.simplify`` with each chord's distances computed by numpy in one go.
+def farthest(x: np.ndarray, y: np.ndarray, a: int, b: int) -> tuple[float, int]:
+    """``fusion.paths.farthest`` with the chord's distances computed by numpy in one go.
 
-    The same arithmetic in the same order, and the first farthest point on a tie
-    (``argmax``), so the same points are kept: a shot's end no longer costs the
-    worker half a second of Python per moving ball.
+    The same arithmetic in the same order, and the first farthest point of
+    equals (``argmax``), so a shot's paths keep the same points: the end of a
+    shot no longer costs the worker half a second of Python per moving ball.
     """
-    n = len(x)
-    keep[:n] = False
-    if n == 0:
-        return 0
-    keep[0] = True
-    keep[n - 1] = True
-    stack = [(0, n - 1)]
-    while stack:
-        a, b = stack.pop()
-        if b - a < 2:
-            continue
-        dx, dy = x[b] - x[a], y[b] - y[a]
-        norm2 = dx * dx + dy * dy
-        xs, ys = x[a + 1 : b] - x[a], y[a + 1 : b] - y[a]
-        u = (xs * dx + ys * dy) / norm2 if norm2 > 1e-12 else np.zeros(b - a - 1)
-        u = np.minimum(np.maximum(u, 0.0), 1.0)
-        d = np.hypot(xs - u * dx, ys - u * dy)
-        far = int(np.argmax(d))
-        if d[far] > tol:
-            at = a + 1 + far
-            keep[at] = True
-            stack += [(a, at), (at, b)]
-    return int(keep[:n].sum())
+    dx, dy = x[b] - x[a], y[b] - y[a]
+    norm2 = dx * dx + dy * dy
+    xs, ys = x[a + 1 : b] - x[a], y[a + 1 : b] - y[a]
+    if not len(xs):
+        return -1.0, -1
+    u = (xs * dx + ys * dy) / norm2 if norm2 > 1e-12 else np.zeros(len(xs))
+    u = np.minimum(np.maximum(u, 0.0), 1.0)
+    d = np.hypot(xs - u * dx, ys - u * dy)
+    far = int(np.argmax(d))
+    return float(d[far]), a + 1 + far
 
 
 def crc32(buf: np.ndarray, start: int, n: int, t: np.ndarray) -> np.uint32:
@@ -74,7 +61,7 @@ def crc32(buf: np.ndarray, start: int, n: int, t: np.ndarray) -> np.uint32:
 
 #: (module, kernel) -> its twin for a process where every kernel is plain Python.
 TWINS: dict[tuple[str, str], Callable[..., Any]] = {
-    ("firmware_host.fusion.paths", "simplify"): simplify,
+    ("firmware_host.fusion.paths", "farthest"): farthest,
     ("protocol.kernels", "crc32"): crc32,
 }
 

@@ -266,10 +266,19 @@ def test_the_workers_twins_keep_what_the_kernels_keep() -> None:
     (the hand-over to the compiled pipeline relies on the same outcomes)."""
     import numpy as np
 
-    from firmware_host.fusion.paths import simplify
+    from firmware_host.fusion import paths
     from firmware_host.interpreted import crc32 as crc32_twin
-    from firmware_host.interpreted import simplify as simplify_twin
+    from firmware_host.interpreted import farthest
     from protocol.kernels import CRC_TABLES, crc32
+
+    def simplify_twin(x, y, tol, keep):  # the kernel's own loop, run as Python, with the twin
+        simplify = paths.simplify.py_func
+        saved = paths.farthest
+        paths.farthest = farthest
+        try:
+            return simplify(x, y, tol, keep)
+        finally:
+            paths.farthest = saved
 
     rng = np.random.default_rng(24)
     for n in (0, 1, 2, 3, 7, 50, 400):
@@ -286,7 +295,7 @@ def test_the_workers_twins_keep_what_the_kernels_keep() -> None:
             else:  # positions on the tracker's 0.1 mm grid: ties in distance
                 x, y = np.round(rng.uniform(0, 50, n), 1), np.round(rng.uniform(0, 50, n), 1)
             keep, keep_twin = np.ones(n + 3, np.bool_), np.ones(n + 3, np.bool_)
-            assert simplify(x, y, 2.0, keep) == simplify_twin(x, y, 2.0, keep_twin)
+            assert paths.simplify(x, y, 2.0, keep) == simplify_twin(x, y, 2.0, keep_twin)
             assert (keep == keep_twin).all(), (n, kind)
     for n in range(0, 300, 7):
         buf = rng.integers(0, 256, n + 20, dtype=np.uint8)
@@ -307,7 +316,7 @@ def test_the_twins_replace_their_kernels_wherever_the_worker_calls_them() -> Non
     replaced = set(done.stdout.split())
     for module, name in TWINS:
         assert f"{module}.{name}" in replaced, replaced
-    assert "firmware_host.fusion.kernel.simplify" in replaced  # where the shot's end calls it
+    assert "firmware_host.fusion.paths.farthest" in replaced  # where simplify calls it
 
 
 def test_the_compile_says_how_long_it_has_left_once_it_can_tell() -> None:
