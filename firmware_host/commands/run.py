@@ -399,8 +399,10 @@ def _interpreted_env() -> dict[str, str]:
 
 
 def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tuple[Any, Any]:
-    """The kernels are not compiled: a warm-up in the background, a worker meanwhile."""
-    from ..engine import ColdStart
+    """The kernels are not compiled: a warm-up in the background, a worker meanwhile.
+
+    The warm-up first, and the engine (which imports the pipeline, numpy and numba) after
+    it: its first line is on stderr before this process spends seconds importing."""
     from ..warmup import Background, marker_path
 
     warmup = None
@@ -414,6 +416,8 @@ def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tu
         warmup = signals.warmup = Background(proc, say)
     else:
         say("numba can cache nothing here: the table is refereed in pure Python throughout")
+    from ..engine import ColdStart
+
     worker = _spawn(
         [sys.executable, "-m", "firmware_host.interpreted"],
         signals,
