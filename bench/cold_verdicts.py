@@ -19,12 +19,15 @@ the daemon's idle ticks between, which gives for every shot:
 ``arrived - end`` is what a referee waits after the balls stop (the
 issue's bound: 1 s at 1x); ``arrived - ideal`` is what the cold start
 adds.  With ``--warm`` the same command runs once more on the cache the
-cold run compiled, for comparison in one run.  After the match, the
-lines ``run`` prints while it finishes the compile are listed with their
-times.
+cold run compiled, for comparison in one run (edit no source file
+meanwhile: the marker would no longer match, and the second run would be
+cold again).  After the match, the lines ``run`` prints while it finishes
+the compile are listed with their times, and how far its "about N s left"
+was from the compile's real end; ``--skip-compile`` presses Ctrl-C there
+instead.
 
-    python bench/cold_verdicts.py --speed 1 [--minutes 2] [--seed 0] [--warm] [--json]
-    python bench/cold_verdicts.py --speed 10
+    python bench/cold_verdicts.py [--skip-compile]      # the README's command: run's own pace
+    python bench/cold_verdicts.py --speed 10 [--warm]   # 10x on a cold start, then warm
 """
 
 from __future__ import annotations
