@@ -20,9 +20,10 @@ from typing import Any
 
 from rules import Referee, RulesConfig, indicator_for
 
-from .plot import VERDICT_WORDS, describe, draw, inline_svg
+from .plot import VERDICT_WORDS, draw, inline_svg
 from .rules_text import cite
 from .shots import ShotView, shots_of
+from .words import describe
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1240px; padding: 1em;
