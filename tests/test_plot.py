@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from firmware_host.cli import main
 
@@ -239,3 +241,21 @@ def test_a_contact_says_who_hit_whom_only_as_the_paths_show_it(readme_match, tmp
     assert any(r.endswith("the cue ball hit ball 15") for r in rows), rows
     assert any(r.endswith("ball 15 hit the coloured ball") for r in rows), rows
     assert not any("the coloured ball hit ball 15" in r for r in rows), rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 760), st.floats(0, 400)), max_size=60),
+    st.integers(0, 60),
+)
+def test_markers_never_hide_each_other_and_each_number_is_shown_once(points, first):
+    """Wherever the events happened, no two markers (but the first contact's, which keeps
+    its own) are in each other's way, and every event's number is on exactly one."""
+    from firmware_host.pictures.markers import _overlap, group
+
+    groups = group(list(enumerate(points, 1)), first or None, 100.0)
+    shown = sorted(n for g in groups for n in g.numbers)
+    assert shown == list(range(1, len(points) + 1))
+    others = [g.box(100.0) for g in groups if not g.first]
+    assert not [(a, b) for i, a in enumerate(others) for b in others[i + 1 :] if _overlap(a, b)]
+    assert [g.numbers for g in groups if g.first] == ([[first]] if 0 < first <= len(points) else [])
