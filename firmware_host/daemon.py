@@ -15,14 +15,14 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, NODE_STATUS_CODES
 from protocol.framing import encode_frame
-from rules import RulesConfig, indicator_for
+from rules import MatchState, RulesConfig, indicator_for
 
 from .command_link import MAX_RETRIES, CommandLink, HealthChange, LinkHealth
 from .engine import AckSniffer, Compiled, Engine, Outcome
@@ -105,15 +105,19 @@ class Daemon:
         self.indicator_ok = True
         self.indicator_problem: str | None = None  # why not, in the log's words
         self.last_verdict: dict[str, Any] | None = None
+        self._state = MatchState()  # a cold start's, until its worker sends lines
         self._hello_wanted = threading.Event()
         self._presses: queue.SimpleQueue[tuple[str, int, int]] = queue.SimpleQueue()
         self._pressed = 0
         self.connected = threading.Event()  # set while the port is open
         # The hub's ACKs are taken from the bytes in the reader thread, as they arrive: the
         # pipeline thread can be busy for seconds (its first feed loads the numba kernels),
-        # far beyond the command link's 50 ms a transmission (docs/transport.md).
+        # far beyond the command link's 50 ms a transmission (docs/transport.md).  An engine
+        # that answers late (a cold start) has the same thread read who is talking too
+        # (engine.FrameSniffer).
         self._chunks: queue.SimpleQueue[Chunk] = queue.SimpleQueue()
         self._sniffer = AckSniffer()
+        self._sniffs = bool(getattr(self.engine, "sniffs_nodes", False))
         self._transport = SerialTransport(
             url, baudrate=baud, on_status=self._link_status, on_chunk=self._receive
         )
@@ -140,9 +144,11 @@ class Daemon:
 
     @property
     def referee_state(self) -> Any:
-        """The match state after the last line (None while a cold start referees interpreted)."""
+        """The match state after the last line: the compiled pipeline's, or, while a cold
+        start referees interpreted, the one its worker sent with its last lines (the start
+        of a match before any)."""
         pipeline = self.pipeline
-        return pipeline.referee.state if pipeline is not None else None
+        return pipeline.referee.state if pipeline is not None else self._state
 
     def also(self, on_line: Sink, on_event: Sink) -> None:
         """Hand every line and event to one more edge too (the live page, the broker), after
@@ -264,17 +270,25 @@ class Daemon:
         return chunk.data
 
     def _receive(self, chunk: Chunk) -> None:
-        """The reader thread: the hub's ACKs to the command link at once, then the queue."""
+        """The reader thread: the hub's ACKs to the command link at once (and, with an
+        engine that answers late, the nodes heard, at the read's own time), then the queue."""
         acks = self._sniffer.feed(chunk.data)
         if acks:
             self._acks(acks)
+        if self._sniffs:
+            sniffed = self.engine.sniff(chunk.data)  # type: ignore[attr-defined]
+            self.heard_ns.update(dict.fromkeys(sniffed.nodes, chunk.host_rx_ns))
         self._chunks.put(chunk)
 
-    def _apply(self, outcomes: list[Outcome]) -> None:
+    def _apply(self, outcomes: Iterable[Outcome]) -> None:
+        """Publish each outcome as it comes (a cold start's finish yields them as the worker
+        answers)."""
         for outcome in outcomes:
-            if outcome.nodes:
+            if outcome.nodes and not self._sniffs:  # else heard as read (_receive)
                 now = time.monotonic_ns()
                 self.heard_ns.update(dict.fromkeys(outcome.nodes, now))
+            if outcome.state is not None:
+                self._state = outcome.state
             self._frames(outcome.tables)
             if outcome.balls is not None:
                 self.on_balls(outcome.balls)

@@ -935,6 +935,8 @@ class _Scan:
         """What happened, as a referee recounts it: what came before the first contact
         does not count (note 1), so it is told apart."""
         a, b = self.contact["balls"]
+        if b == self.shot.cue_ball:  # the pair is unordered; the cue ball is the one moving
+            a, b = b, a
         head = f"after {ball_name(a)} hit {ball_name(b)}"
         told = f"{head}, {', '.join(self.seen)}" if self.seen else f"{head} nothing followed"
         before = []
@@ -949,9 +951,9 @@ class _Scan:
 def _describe(ev: Event) -> str | None:
     if ev["type"] == "cushion":
         return f"{ball_name(ev['ball'])} hit cushion {ev['cushion']}"
-    if ev["type"] == "ball_contact":
+    if ev["type"] == "ball_contact":  # an unordered pair: which one moved is not known here
         a, b = ev["balls"]
-        return f"{ball_name(a)} hit {ball_name(b)}"
+        return f"{ball_name(a)} and {ball_name(b)} touched"
     if _is_centre(ev):
         return f"{ball_name(ev['ball'])} crossed the centre line"
     return None

@@ -75,3 +75,26 @@ def test_every_shot_has_its_verdict_and_picture_and_nothing_is_fetched(page, cap
 def test_a_report_needs_an_output_and_a_capture(tmp_path, capsys):
     assert main(["report", str(tmp_path / "none.bin"), "-o", str(tmp_path / "x.html")]) == 2
     assert "none.bin" in capsys.readouterr().err
+
+
+def test_each_verdict_is_said_once_per_shot(page, capsys):
+    """The verdict paragraph says it; the picture under it has no title repeating it."""
+    from selenium.webdriver.common.by import By
+
+    expected = verdicts(capsys)
+    browser = chromium()
+    try:
+        browser.get(page.as_uri())
+        for shot in browser.find_elements(By.CSS_SELECTOR, "section.shot"):
+            number = int(shot.get_attribute("id").split("-")[1])
+            said = " ".join(shot.get_attribute("textContent").split())
+            reason = " ".join(expected[number]["reason"].split())
+            assert said.count(reason) == 1, (number, said)
+            titles = browser.execute_script(
+                "return [...arguments[0].querySelectorAll('svg text')]"
+                ".map(t => t.textContent).filter(t => t.startsWith('Shot '))",
+                shot,
+            )
+            assert titles == []
+    finally:
+        browser.quit()

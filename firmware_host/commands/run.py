@@ -191,7 +191,21 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
     virtual.add_argument(
         "--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)"
     )
-    add_virtual_match(virtual)
+    add_virtual_match(
+        virtual,
+        speed=UNCHOSEN_SPEED,
+        speed_help="play this many times real time (default 10; 1 on a first start, while "
+        "the kernels compile: the pure-Python referee keeps up with a real table's pace)",
+    )
+
+
+class Unchosen(float):
+    """A default the user did not choose (the command line and a config file give plain
+    numbers): ``run`` may pick another for the situation, and says so."""
+
+
+UNCHOSEN_SPEED = Unchosen(10.0)
+COLD_SPEED = 1.0  # the virtual table's pace while the pipeline runs in pure Python
 
 
 def add_broker_arguments(group: Any, url_help: str) -> None:
@@ -401,8 +415,10 @@ def _interpreted_env() -> dict[str, str]:
 
 
 def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tuple[Any, Any]:
-    """The kernels are not compiled: a warm-up in the background, a worker meanwhile."""
-    from ..engine import ColdStart
+    """The kernels are not compiled: a warm-up in the background, a worker meanwhile.
+
+    The warm-up first, and the engine (which imports the pipeline, numpy and numba) after
+    it: its first line is on stderr before this process spends seconds importing."""
     from ..warmup import Background, marker_path
 
     warmup = None
@@ -416,6 +432,8 @@ def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tu
         warmup = signals.warmup = Background(proc, say)
     else:
         say("numba can cache nothing here: the table is refereed in pure Python throughout")
+    from ..engine import ColdStart
+
     worker = _spawn(
         [sys.executable, "-m", "firmware_host.interpreted"],
         signals,
@@ -529,6 +547,14 @@ def run(args: argparse.Namespace) -> int:
             if cold:
                 engine, warmup = _cold_start(signals, rules, _say)
             if args.port is None:
+                if cold and isinstance(args.speed, Unchosen):
+                    args.speed = COLD_SPEED
+                    _say(
+                        f"the virtual table plays its match at {COLD_SPEED:g}x, a real table's "
+                        f"pace, while the kernels compile (later starts: {UNCHOSEN_SPEED:g}x): "
+                        "the pure-Python referee judges every shot as it ends at that pace, "
+                        "not at 10x (--speed chooses)"
+                    )
                 table = _virtual_table(args, signals, interpreted=cold)
 
             from ..cliutil import dumps
@@ -589,6 +615,8 @@ def run(args: argparse.Namespace) -> int:
             daemon.on_turn = _health(daemon, args.status, record, feed, publisher).turn
             if earlier:
                 _resume(daemon, earlier)
+            if feed is not None:
+                feed.state(daemon.referee_state)  # the page shows the match from its start
             if record is not None and (args.record_keep_days or args.record_keep_gb):
                 _retention(daemon, record, args, stop)
         finally:
@@ -624,7 +652,7 @@ def run(args: argparse.Namespace) -> int:
             # is cold again.  Its progress goes on; a signal ends it (and run: 128 + signal).
             _say(
                 "refereeing done; finishing the numba compile so that later starts take "
-                "seconds (once per install; Ctrl-C skips it)"
+                f"seconds (once per install; Ctrl-C skips it): {warmup.state}"
             )
             while signals.signum is None and warmup.wait(0.2) is None:
                 pass

@@ -34,16 +34,19 @@ EXAMPLES = """\
 """
 
 
-def add_virtual_match(group: Any, seed_help: str = "random match seed (default 0)") -> None:
+def add_virtual_match(
+    group: Any,
+    seed_help: str = "random match seed (default 0)",
+    speed: float = 10.0,
+    speed_help: str = "play this many times real time (default 10)",
+) -> None:
     """The virtual table's match as ``run`` and ``club-sim`` take it (a daemon refereeing
     virtual tables): the seed, the length, the pace (10x by default) and the sensors."""
     group.add_argument("--seed", type=SEED, default=0, help=seed_help)
     group.add_argument(
         "--minutes", type=MINUTES, default=2.0, help="random match length (default 2)"
     )
-    group.add_argument(
-        "--speed", type=SPEED, default=10.0, help="play this many times real time (default 10)"
-    )
+    group.add_argument("--speed", type=SPEED, default=speed, help=speed_help)
     group.add_argument(
         "--sensors", choices=SENSOR_SETS, default="full", help="the virtual table's sensor set"
     )

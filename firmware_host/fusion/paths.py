@@ -33,20 +33,31 @@ def simplify(x: np.ndarray, y: np.ndarray, tol: float, keep: np.ndarray) -> int:
         a, b = stack[top, 0], stack[top, 1]
         if b - a < 2:
             continue
-        dx, dy = x[b] - x[a], y[b] - y[a]
-        norm2 = dx * dx + dy * dy
-        worst, at = -1.0, -1
-        for i in range(a + 1, b):
-            # distance to the chord as a segment: a ball that runs into a cushion and back
-            # along the same line must keep its turning point
-            u = ((x[i] - x[a]) * dx + (y[i] - y[a]) * dy) / norm2 if norm2 > 1e-12 else 0.0
-            u = min(max(u, 0.0), 1.0)
-            d = np.hypot(x[i] - x[a] - u * dx, y[i] - y[a] - u * dy)
-            if d > worst:
-                worst, at = d, i
+        worst, at = farthest(x, y, a, b)
         if worst > tol:
             keep[at] = True
             stack[top, 0], stack[top, 1] = a, at
             stack[top + 1, 0], stack[top + 1, 1] = at, b
             top += 2
     return int(keep[:n].sum())
+
+
+@njit(cache=True, inline="always")
+def farthest(x: np.ndarray, y: np.ndarray, a: int, b: int) -> tuple[float, int]:
+    """The point strictly between ``a`` and ``b`` farthest from the chord between them (the
+    first of equals), and its distance (-1.0 and -1: none).
+
+    The distance is to the chord as a segment: a ball that runs into a cushion and back
+    along the same line must keep its turning point.  (The interpreted worker runs a numpy
+    twin of this loop: ``firmware_host.interpreted.farthest``.)
+    """
+    dx, dy = x[b] - x[a], y[b] - y[a]
+    norm2 = dx * dx + dy * dy
+    worst, at = -1.0, -1
+    for i in range(a + 1, b):
+        u = ((x[i] - x[a]) * dx + (y[i] - y[a]) * dy) / norm2 if norm2 > 1e-12 else 0.0
+        u = min(max(u, 0.0), 1.0)
+        d = np.hypot(x[i] - x[a] - u * dx, y[i] - y[a] - u * dy)
+        if d > worst:
+            worst, at = d, i
+    return worst, at
