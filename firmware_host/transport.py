@@ -208,9 +208,10 @@ def _claim(port: Any) -> None:
 
 def _release(port: Any) -> None:
     """TIOCNXCL before closing: the flag outlives our fd while the tty exists (a pty)."""
-    if port.is_open:
-        with suppress(OSError):  # a vanished device: nothing left to release
-            fcntl.ioctl(port.fileno(), termios.TIOCNXCL)
+    fd = getattr(port, "fd", None)  # None once another thread closed the port
+    if port.is_open and fd is not None:
+        with suppress(OSError):  # a vanished device, or closed since: nothing left to release
+            fcntl.ioctl(fd, termios.TIOCNXCL)
 
 
 class _Reader(ReaderThread):
