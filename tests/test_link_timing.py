@@ -96,22 +96,27 @@ def test_a_recording_played_at_10x_says_so_and_is_scaled(
             assert entry["latency"]["p95_ms"] < 50
 
 
-def joined(table: dict[str, Any]) -> tuple[bytes, np.ndarray, float]:
+def joined(table: dict[str, Any], held: int | None = None) -> tuple[bytes, np.ndarray, float]:
     """The capture a host makes that opens the port at JOIN_S while the hub has been writing
     since JOIN_S - BACKLOG_S: its first bytes (from mid-frame) all read at once, in 4 KiB
-    reads 0.2 ms apart, then each chunk when it comes.  Returns (bytes, .rxt, the true time
-    of the capture's first byte)."""
+    reads 0.2 ms apart, then each chunk when it comes.  ``held``: the port held only that
+    many bytes and the hub dropped the rest of the backlog (a pty's buffer, 64 KiB).
+    Returns (bytes, .rxt, the true time of the capture's first byte)."""
     rx, data = table["rx"], table["data"]
     first = int(np.searchsorted(rx["host_rx_ns"], (JOIN_S - BACKLOG_S) * 1e9))
     start = int(rx["offset"][first]) + 7  # inside a frame
-    rest = rx[first + 1 :].copy()
-    rest["offset"] -= start
-    queued = rest["host_rx_ns"] < JOIN_S * 1e9
-    end = int(rest["offset"][~queued][0])
-    burst = [(o, int(JOIN_S * 1e9) + 200_000 * i) for i, o in enumerate(range(0, end, 4096))]
-    out = np.array(burst + list(zip(rest["offset"][~queued], rest["host_rx_ns"][~queued])),
-                   RX_TIMES_DTYPE)  # fmt: skip
-    return data[start:], out, float(rx["host_rx_ns"][first]) / 1e9
+    queued = rx["host_rx_ns"] < JOIN_S * 1e9
+    live = int(np.flatnonzero(~queued)[0])
+    end = int(rx["offset"][live])  # the first byte read as it came
+    # a full port takes no more writes: what it held ends where a write (a frame) ended
+    kept = (
+        data[start:end] if held is None else data[start : data.rindex(0, start, start + held) + 1]
+    )
+    burst = [(o, int(JOIN_S * 1e9) + 200_000 * i) for i, o in enumerate(range(0, len(kept), 4096))]
+    after = rx[live:].copy()
+    after["offset"] = after["offset"].astype(np.int64) + len(kept) - end
+    out = np.concatenate((np.array(burst, RX_TIMES_DTYPE), after))
+    return kept + data[end:], out, float(rx["host_rx_ns"][first]) / 1e9
 
 
 def test_a_join_mid_stream_keeps_the_backlog_out_of_latency_and_drift(
@@ -128,6 +133,22 @@ def test_a_join_mid_stream_keeps_the_backlog_out_of_latency_and_drift(
     for entry in report["nodes"].values():
         if "latency" in entry:
             assert entry["latency"]["p95_ms"] < 50  # was 23 s, the backlog's wait
+    assert_drifts_within_their_uncertainty(report, table["clocks"], t0)
+
+
+def test_what_the_hub_dropped_while_nobody_read_is_no_link_fault(
+    table: dict[str, Any], tmp_path: Path
+) -> None:
+    """The README's practice flow on a pty: the port held 64 KiB, the hub dropped the rest of
+    what nobody read.  Its seq gaps and its silence are at the join, said in a note."""
+    data, rx, t0 = joined(table, held=65536)
+    report = stats(write(tmp_path / "join64k.bin", data, rx))
+    assert report["problems"] == []
+    note = next(n for n in report["notes"] if n.startswith("before the join nobody read"))
+    assert "seq gaps at the join (node 0 (hub)" in note
+    assert sum(e["lost_at_join"] for e in report["nodes"].values()) > 1000
+    assert all(e["lost"]["count"] == 0 for e in report["nodes"].values())
+    assert report["nodes"]["0"]["types"]["HEARTBEAT"]["max_gap_s"] > 15  # the silence is shown
     assert_drifts_within_their_uncertainty(report, table["clocks"], t0)
 
 

@@ -37,7 +37,8 @@ from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 from protocol.seqwindow import GAP, LATE, SEQ_MOD
 
 from ..cliutil import plural
-from ..timing.clock_model import MAX_DELAY_US, MAX_PPM, MIN_DELAY_US, envelope_line
+from ..timing.clock_model import MAX_PPM, slope_error
+from .drift import envelope_slope, slope_uncertainty
 from .hosttime import backlog_end, recording_speed
 from .recording import (
     boot_starts,
@@ -49,9 +50,9 @@ from .recording import (
 
 WINDOW_S = 60.0  # drift windows, hub time
 MIN_SYNCS = 8  # a window with fewer CLOCK_SYNC samples of a node gives no figure
-RESOLUTION_US = 1.0  # every clock's resolution (ICD §7)
 PPM_MARGIN = 5.0  # measurement margin before a rate is called out of spec
 HEARTBEAT_GAP_S = 2.5  # HEARTBEAT is 1 Hz: a longer silence is a stalled link
+JOIN_SETTLE_S = 1.0  # after a join's backlog, what the hub queued meanwhile comes this soon
 MAX_LISTED = 10  # offsets listed per finding (all are in --json)
 
 
@@ -95,6 +96,9 @@ class Timing:
     speed: float = 1.0  # the table was played this many times faster (host times scaled by it)
     backlog: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # queued before
     backlog_hub_s: float = 0.0  # the hub time the backlog covers
+    #: what happened up to here (t_s) happened while nobody read: the join's backlog, and
+    #: what the hub dropped then for want of a reader (its seq gaps, its HEARTBEAT silence)
+    joined_until_s: float = -np.inf
 
 
 def _timing(decoded: Decoded, capture: np.ndarray, rx: np.ndarray | None) -> Timing:
@@ -121,44 +125,9 @@ def _timing(decoded: Decoded, capture: np.ndarray, rx: np.ndarray | None) -> Tim
         host_us[:prompt] = host_us[prompt] - (hub_t[prompt] - hub_t[:prompt])
         backlog_hub_s = float(hub_t[prompt] - hub_t[0]) / 1e6
     t = host_us / 1e6
-    return Timing(t - t.min(), True, speed, backlog, backlog_hub_s)
-
-
-def _envelope_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """(value at x[0], slope) of the upper envelope of y over ascending x."""
-    order = np.argsort(x, kind="stable")
-    x0 = float(x[order[0]])
-    a, b = envelope_line((x[order] - x0).astype(np.float64), y[order].astype(np.float64))
-    return float(a), float(b)
-
-
-def _slope_uncertainty(x: np.ndarray, y: np.ndarray, slope: float, floor: float) -> float:
-    """How far the envelope's slope may be from the truth: twice as far as the slopes of
-    the window's two halves (each from half the samples over half the span) are from it,
-    and never less than ``floor`` (what the datasheet's delay spread allows, see
-    :func:`_sync_floor`) or than the clocks' resolution allows (1 µs at each end, ICD §7).
-    A window too thin to halve gets the floors only.
-
-    Measured on the virtual table (10 minutes, 30-95 s windows, against the truth at each
-    window's time): the halves' spread alone covered the error in 86-100 % of windows
-    (their periodic stamps can make the halves agree exactly), twice it with the
-    resolution's floor in all.
-    """
-    order = np.argsort(x, kind="stable")
-    halves = np.array_split(order, 2)
-    span = float(np.ptp(x))
-    floor = max(floor, 2.0 * RESOLUTION_US / span if span > 0 else 0.0)
-    if min(len(h) for h in halves) < MIN_SYNCS // 2:
-        return floor
-    spread = [abs(_envelope_slope(x[h], y[h])[1] - slope) for h in halves]
-    return max(2.0 * max(spread), floor)
-
-
-def _sync_floor(node: int, samples: int, span_us: float) -> float:
-    """The slope error the timing core allows a clock fit (ppm as a fraction): twice the
-    delay spread over the samples and the span (:func:`clock_model.to_hub`)."""
-    spread = MAX_DELAY_US[node] - MIN_DELAY_US[node] if node < len(MAX_DELAY_US) else 0.0
-    return 2.0 * spread / ((samples + 1) * span_us) if span_us > 0 else 0.0
+    t -= t.min()
+    joined_until = float(t[~backlog][0]) + JOIN_SETTLE_S if backlog.any() else -np.inf
+    return Timing(t, True, speed, backlog, backlog_hub_s, joined_until)
 
 
 def _lost(good: np.ndarray, t_s: np.ndarray) -> dict[int, dict[str, Any]]:
@@ -214,8 +183,8 @@ class HubRate:
         """(rate, uncertainty) in ppm over hub times ``lo`` … ``hi`` of boot ``b``, or over
         the whole boot when that is known better (host times too coarse for a window: a
         table played at 10x, a busy host; the whole boot's uncertainty holds its halves'
-        difference, so it covers the crystal's drift within the boot).  (0, 0) where the
-        boot has too few hub frames."""
+        difference, so it covers the crystal's drift within the boot).  Where the boot's
+        arrival times are too few to tell, 0 give or take the hub's datasheet bound."""
         whole = self._rate(b, -np.inf, np.inf)
         if lo == -np.inf and hi == np.inf:
             return whole
@@ -223,15 +192,16 @@ class HubRate:
         return part if part[1] < whole[1] else whole
 
     def _rate(self, b: int, lo: float, hi: float) -> tuple[float, float]:
+        unknown = 0.0, float(MAX_PPM[0])
         if b not in self.boots:
-            return 0.0, 0.0
+            return unknown
         hub_us, host_us = self.boots[b]
         sel = (hub_us >= lo) & (hub_us <= hi)
-        if sel.sum() < MIN_SYNCS:
-            return 0.0, np.inf
+        if len(np.unique(host_us[sel])) < MIN_SYNCS:  # frames read in a few chunks
+            return unknown
         x, y = host_us[sel], hub_us[sel] - host_us[sel]
-        _, slope = _envelope_slope(x, y)
-        return slope * 1e6, _slope_uncertainty(x, y, slope, 0.0) * 1e6
+        _, slope = envelope_slope(x, y)
+        return slope * 1e6, slope_uncertainty(x, y, slope, 0.0) * 1e6
 
 
 def _clock_windows(
@@ -250,6 +220,8 @@ def _clock_windows(
         mine, mine_t = sync[boot == b], sync_t[boot == b]
         hub = unwrap_u32(mine["t_us"])
         for node in np.unique(mine["peer"]).tolist():
+            if not 0 < node < len(MAX_PPM):
+                continue  # no such clock (ICD §3): a stray peer number says nothing
             sel = mine["peer"] == node
             h, n, when = hub[sel], unwrap_u32(mine["peer_t_us"][sel]), mine_t[sel]
             edges = np.arange(h[0], h[-1] + 1, WINDOW_S * 1e6)
@@ -259,9 +231,9 @@ def _clock_windows(
                 if in_w.sum() < MIN_SYNCS or np.ptp(h[in_w]) < WINDOW_S * 1e6 / 4:
                     continue
                 x, y = h[in_w], h[in_w] - n[in_w]
-                a, slope = _envelope_slope(x, y)
-                floor = _sync_floor(node, int(in_w.sum()), float(np.ptp(x)))
-                unc = _slope_uncertainty(x, y, slope, floor) * 1e6
+                a, slope = envelope_slope(x, y)
+                floor = slope_error(node, float(in_w.sum()), float(np.ptp(x)))
+                unc = slope_uncertainty(x, y, slope, floor) * 1e6
                 hub_ppm, hub_unc = hub_rate.ppm(b, x.min(), x.max()) if hub_rate else (0.0, 0.0)
                 ppm = -slope * 1e6 + hub_ppm  # node vs hub, + hub vs host
                 offset = a + slope * (float(np.mean(x)) - x.min())
@@ -285,7 +257,7 @@ def _latency(frames: np.ndarray, timing: Timing, boot: np.ndarray) -> dict[int, 
                 continue
             stamp = unwrap_u32(frames["t_us"][sel]).astype(np.float64)
             host = t_s[sel] * 1e6
-            a, slope = _envelope_slope(stamp, stamp - host)  # the fastest arrivals touch it
+            a, slope = envelope_slope(stamp, stamp - host)  # the fastest arrivals touch it
             parts.append((a + slope * (stamp - stamp.min())) - (stamp - host))
         if parts:
             lat = np.concatenate(parts) / 1e3
@@ -317,24 +289,40 @@ def _per_type(
     return out
 
 
-def _hub_counts(decoded: Decoded, boot: np.ndarray) -> list[Found]:
+def _hub_counts(decoded: Decoded, boot: np.ndarray, timing: Timing) -> tuple[list[Found], int]:
     """What the hub counted itself (HEARTBEAT, saturating, per boot): bad frames it got
-    from the host (the cable's other direction) and frames it dropped for lack of buffer."""
+    from the host (the cable's other direction) and frames it dropped for lack of buffer;
+    and how many of those it had dropped by the end of a join (nobody read: not the link)."""
     beats = decoded.tables.get("HEARTBEAT")
     if beats is None or not len(beats):
-        return []
+        return [], 0
     starts = np.searchsorted(decoded.frames["offset"], beats["offset"])
-    their_boot = boot[starts]
+    their_boot, when = boot[starts], timing.t_s[starts]
+    settled = np.flatnonzero(when > timing.joined_until_s)
+    at_join = int(beats["tx_dropped"][settled[0]]) if np.isfinite(timing.joined_until_s) else 0
     found = []
     for name, what in (
         ("rx_bad", "bad frames from the host (the host-to-hub direction)"),
         ("tx_dropped", "frames dropped for lack of buffer (a stalled link)"),
     ):
         total = sum(int(beats[name][their_boot == b].max()) for b in np.unique(their_boot))
+        total -= at_join if name == "tx_dropped" else 0
         if total:
             first = int(beats["offset"][np.flatnonzero(beats[name])[0]])
             found.append(Found(f"the hub counted {total} {what}", total, [first]))
-    return found
+    return found, at_join
+
+
+def _stall(per_type: dict[int, dict[str, Any]], frames: np.ndarray, timing: Timing) -> Found | None:
+    """The longest HEARTBEAT silence (1 Hz), unless it ended at a join (nobody read)."""
+    beats = per_type.get(0, {}).get("HEARTBEAT")
+    if not beats or beats["max_gap_s"] <= HEARTBEAT_GAP_S:
+        return None
+    at = np.searchsorted(frames["offset"], beats["max_gap_at"])
+    if timing.t_s[at] <= timing.joined_until_s:
+        return None
+    return Found(f"no HEARTBEAT for {beats['max_gap_s']:.1f} s: the link stalled", 1,
+                 [beats["max_gap_at"]])  # fmt: skip
 
 
 def _edges(capture: np.ndarray, decoded: Decoded, continues: bool) -> tuple[list[Found], list[str]]:
@@ -416,10 +404,13 @@ def link_stats(
     per_type = _per_type(frames, t_s, boot, span)
     latency = _latency(frames, timing, boot) if has_host else {}
     nodes: dict[str, Any] = {}
+    lost_at_join: dict[int, int] = {}
     for node in sorted(set(per_type) | set(clocks) | set(lost)):
         label = node_label(node)
         entry: dict[str, Any] = {"name": NODE_NAMES.get(node, "?"), "types": per_type.get(node, {})}
-        entry["lost"] = lost.get(node, {"count": 0, "offsets": [], "times_s": [], "missing": []})
+        entry["lost"], entry["lost_at_join"] = _split_at_join(lost.get(node), timing)
+        if entry["lost_at_join"]:
+            lost_at_join[node] = entry["lost_at_join"]
         n_lost = entry["lost"]["count"]
         if n_lost:
             what = f"{label}: {plural(n_lost, 'frame')} lost (seq gaps)"
@@ -438,13 +429,21 @@ def link_stats(
         if node in latency:
             entry["latency"] = latency[node]
         nodes[str(node)] = entry
-    problems += _hub_counts(decoded, boot)
-    beats = per_type.get(0, {}).get("HEARTBEAT")
-    if beats and beats["max_gap_s"] > HEARTBEAT_GAP_S:
-        problems.append(
-            Found(f"no HEARTBEAT for {beats['max_gap_s']:.1f} s: the link stalled", 1,
-                  [beats["max_gap_at"]])
-        )  # fmt: skip
+    counted, dropped_at_join = _hub_counts(decoded, boot, timing)
+    problems += counted
+    stall = _stall(per_type, frames, timing)
+    if stall:
+        problems.append(stall)
+    parts = []
+    if lost_at_join:
+        parts.append("seq gaps at the join ("
+                     + ", ".join(f"{node_label(n)} {c}" for n, c in lost_at_join.items()) + ")")  # fmt: skip
+    if dropped_at_join:
+        parts.append(f"the hub's count of {plural(dropped_at_join, 'frame')} dropped for want "
+                     "of buffer")  # fmt: skip
+    if parts:
+        notes.append(f"before the join nobody read the port: {' and '.join(parts)} are not the "
+                     "link's")  # fmt: skip
     return {
         "clock": "host" if has_host else "hub",
         "speed": timing.speed,
@@ -459,6 +458,16 @@ def link_stats(
         "notes": notes,
         "problems": [{"text": p.text(), "count": p.count, "offsets": p.offsets} for p in problems],
     }
+
+
+def _split_at_join(lost: dict[str, Any] | None, timing: Timing) -> tuple[dict[str, Any], int]:
+    """A node's losses after the join, and how many were lost at it (before anyone read)."""
+    if lost is None:
+        return {"count": 0, "offsets": [], "times_s": [], "missing": []}, 0
+    keep = [i for i, t in enumerate(lost["times_s"]) if t > timing.joined_until_s]
+    at_join = lost["count"] - sum(lost["missing"][i] for i in keep)
+    after = {key: [lost[key][i] for i in keep] for key in ("offsets", "times_s", "missing")}
+    return {"count": lost["count"] - at_join, **after}, at_join
 
 
 def _clock_entry(series: np.ndarray, node: int, has_host: bool) -> dict[str, Any]:
