@@ -51,6 +51,7 @@ COMMANDS: tuple[str, ...] = (
     "ping",
     "pcap",
     "dissector",
+    "diff",
     "club",
     "club-sim",
 )
