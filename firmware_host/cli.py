@@ -51,6 +51,7 @@ COMMANDS: tuple[str, ...] = (
     "ping",
     "pcap",
     "dissector",
+    "extcap",
     "diff",
     "club",
     "club-sim",
