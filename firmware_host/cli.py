@@ -51,6 +51,8 @@ COMMANDS: tuple[str, ...] = (
     "ping",
     "pcap",
     "dissector",
+    "extcap",
+    "diff",
     "club",
     "club-sim",
 )
