@@ -134,7 +134,7 @@ TABLES = {
         Table(
             "busy-stages",
             (
-                "stage (s, median of 5 alternating runs)",
+                "stage (CPU s, median of 5 alternating runs)",
                 "2026-12-01 (d87fbe5)",
                 "now",
                 "now / then",
