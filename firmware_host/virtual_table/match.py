@@ -88,15 +88,7 @@ def random_match(
         )
         player = _next_player(tl, breaker)
         while tl.t < end and tl.sim.present.sum() >= 2:
-            balls = np.flatnonzero(tl.sim.present)
-            cue, target = (int(b) for b in rng.choice(balls, 2, replace=False))
-            shot = Shot(
-                cue,
-                _aim(tl, rng, cue, target),
-                rng.uniform(0.8, 5.0),
-                top=rng.uniform(-0.6, 1.0),
-                contact_ms=rng.uniform(1.0, 2.0),
-            )
+            shot = _aimed_shot(tl, rng, (0.8, 5.0))
             tl.shot(shot, pause_s=rng.uniform(5.0, 20.0), player=player)
             player = _next_player(tl, player)
         if tl.t < end:
@@ -132,18 +124,22 @@ def busy_match(
     while tl.t < end:
         _respot(tl, rng)  # while the last stroke's balls roll, so it is on the cloth when struck
         tl.wait(rng.uniform(1.5, 3.0))
-        on = np.flatnonzero(tl.sim.present)
-        cue, target = (int(b) for b in rng.choice(on, 2, replace=False))
-        shot = Shot(
-            cue,
-            _aim(tl, rng, cue, target),
-            rng.uniform(3.0, 7.0),
-            top=rng.uniform(-0.6, 1.0),
-            contact_ms=rng.uniform(1.0, 2.0),
-        )
-        tl.strike(shot, player=player)
+        tl.strike(_aimed_shot(tl, rng, (3.0, 7.0)), player=player)
         player = 3 - player
     return tl.truth()
+
+
+def _aimed_shot(tl: Timeline, rng: np.random.Generator, speed_mps: tuple[float, float]) -> Shot:
+    """One ball on the cloth struck at another (:func:`_aim`), at a speed in ``speed_mps``."""
+    balls = np.flatnonzero(tl.sim.present)
+    cue, target = (int(b) for b in rng.choice(balls, 2, replace=False))
+    return Shot(
+        cue,
+        _aim(tl, rng, cue, target),
+        rng.uniform(*speed_mps),
+        top=rng.uniform(-0.6, 1.0),
+        contact_ms=rng.uniform(1.0, 2.0),
+    )
 
 
 def _respot(tl: Timeline, rng: np.random.Generator) -> None:
