@@ -388,9 +388,12 @@ def unreported(shot: Shot, config: RulesConfig, after_us: int) -> list[Event]:
             e["type"] == kind and _key(e) == key and t - e["t_us"] <= MOVED_SLACK_US for e in out
         )
 
+    length, width, radius = shot.table.length_mm, shot.table.width_mm, shot.ball_mm / 2
     for ball, path in paths.items():
         points = [(shot.t0, *pos[ball]), *path]
         for (_, xa, ya), (t, x, y), (_, xb, yb) in zip(points, points[1:], [*points[2:], _END]):
+            if t <= after_us or min(x, y, length - x, width - y) - radius >= reach:
+                continue  # not after the contact, or no cushion's nose within reach (busy tables)
             c = shot.table.cushion_of(x, y)
             gap = shot.table.cushion_gap(c, x, y)
             nx, ny = _INWARD[c]

@@ -1252,13 +1252,14 @@ def _soft_watch(st, ev, nev, b):
         return nev
     fit = np.empty(N_FIT)
     best = np.empty(N_FIT)
+    work = np.empty((3, 3, 3))  # fit_apex's scratch: up to 160 fits a frame, none allocating
     best[FT_SSR] = np.inf
     best_tc = 0.0
     excluding = True
     tc_us = t0
     while tc_us <= t:
         tc = (tc_us - t) / 1000.0
-        fit_apex(tau, gap, m, tc, True, fit)
+        fit_apex(tau, gap, m, tc, True, fit, work)
         if (
             excluding
             and fit[FT_SSR] < np.inf
@@ -1291,7 +1292,7 @@ def _soft_watch(st, ev, nev, b):
     tc_us = t0
     while tc_us <= t:
         tc = (tc_us - t) / 1000.0
-        fit_apex(tau, gap, m, tc, False, fit)
+        fit_apex(tau, gap, m, tc, False, fit, work)
         if fit[FT_SSR] < best_ssr:
             best_ssr, tc_touch = fit[FT_SSR], tc
         tc_us += SOFT_STEP_US
