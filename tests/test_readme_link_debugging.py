@@ -25,8 +25,9 @@ from outside_parts import require
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = re.compile(r"^## Debugging the serial link\n(.*?)^## ", re.DOTALL | re.MULTILINE)
 BLOCK = re.compile(r"```sh\n(.*?)```", re.DOTALL)
-RUN_FOR_S = {"monitor": 8.0, "run": 12.0}  # "until Ctrl-C": how long before the SIGINT (a loaded
-# machine takes seconds to import and start them)
+RUN_FOR_S = {"monitor": 8.0, "run": 12.0}  # "until Ctrl-C": how long before the SIGINT, at least
+RECORDED_BYTES = 40_000  # run: and until its recording holds this much (a loaded machine takes
+# seconds to import and start it; the ACKs to its first frames must be in the recording)
 
 # What each command must show: exit statuses allowed, and a pattern in its output.
 PROMISES: dict[str, tuple[set[int], str]] = {
@@ -86,6 +87,16 @@ def test_the_section_names_every_step() -> None:
     ]
 
 
+def _wait_recorded(folder: Path, proc: subprocess.Popen[str], limit_s: float = 90.0) -> None:
+    """Until the first recording part holds RECORDED_BYTES (or ``proc`` ended)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        parts = list(folder.glob("capture-*-0001.bin"))
+        if parts and parts[0].stat().st_size >= RECORDED_BYTES:
+            return
+        time.sleep(0.2)
+
+
 def test_every_command_of_the_section_does_what_it_says(port: str, tmp_path: Path) -> None:
     require("tshark")
     env = {
@@ -104,6 +115,8 @@ def test_every_command_of_the_section_does_what_it_says(port: str, tmp_path: Pat
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
         if "until Ctrl-C" in line:
             time.sleep(RUN_FOR_S[name])
+            if name == "run":
+                _wait_recorded(tmp_path / "rec", proc)
             proc.send_signal(signal.SIGINT)  # bash -c runs one command: it is that command
         out, err = proc.communicate(timeout=120)
         statuses, shows = PROMISES[name]
