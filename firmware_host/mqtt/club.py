@@ -5,11 +5,19 @@ this subscriber is away the broker keeps its QoS 1 messages, so a club page
 or a scoreboard restarted, or a broker restarted, misses none.  Duplicates
 (a table resends what the broker never acknowledged) are dropped by
 ``msg_id``.
+
+Anyone who can publish on a table's topics may be hostile (docs/security.md):
+every message is checked before anything keeps it (:func:`checked`: its size,
+JSON without NaN, its depth, the types of the fields the page reads); a bad
+one is refused, counted and logged, and the network thread goes on.  The
+thread is this module's own, so :meth:`Club.feed_alive` can tell a page's
+health that the feed has stopped.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -19,11 +27,99 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
+from ..untrusted import Refusals, Refused, json_object
 from .publisher import Tls, client_for
 from .topics import ROOT, BrokerUrl, table_of, topic
 
+log = logging.getLogger(__name__)
+
 SEEN = 4096  # message ids remembered per table for de-duplication
+MAX_MESSAGE = 65_536  # bytes: a table's largest message (health) is a few kB
+STOP_S = 5.0  # close() waits this long for the network thread
 Listener = Callable[[str, str, dict[str, Any]], None]  # (table, kind, message)
+
+
+class ListOf:
+    """A field that is a list of these types (``rules``, ``problems``)."""
+
+    def __init__(self, *types: type) -> None:
+        self.types = types
+
+
+NONE = type(None)
+Spec = dict[str, Any]  # field -> a tuple of types, a ListOf, or a Spec (an object or null)
+VERDICT: Spec = {
+    "kind": (str,),
+    "verdict": (str,),
+    "shot": (int, NONE),
+    "rules": ListOf(str),
+    "satisfied": (str, NONE),
+    "reason": (str,),
+    "t_us": (int,),
+}
+LAMP: Spec = {"state": (str,), "rule": (int, NONE), "t_us": (int, NONE)}
+#: what the club page and a scoreboard read of each kind, with the types they read it as
+SHAPES: dict[str, Spec] = {
+    "verdict": VERDICT,
+    "lamp": LAMP,
+    "state": {
+        "table": (str,),
+        "match": {"frame": (int,), "to_play": (int,), "pocketed": (dict,)},
+        "last_verdict": VERDICT,
+        "lamp": LAMP,
+        "web": (str, NONE),
+    },
+    "online": {"table": (str,), "online": (bool,), "web": (str, NONE), "at": (int, float)},
+    "health": {
+        "link": (str,),
+        "verdicts": (int,),
+        "problems": ListOf(str),
+        "web": (str, NONE),
+        "mqtt": {"connected": (bool,), "queued": (int,)},
+    },
+    "event": {"type": (str,), "t_us": (int,)},
+    "command/result": {
+        "id": (str, NONE),
+        "ok": (bool,),
+        "error": (str,),
+        "key": (str,),
+        "duplicate": (bool,),
+    },
+}
+COMMON: Spec = {"msg_id": (str,), "at_unix": (int, float)}
+
+
+def checked(kind: str, payload: bytes) -> dict[str, Any]:
+    """A table's message of ``kind``, or :class:`Refused` saying what is wrong with it."""
+    message = json_object(payload, MAX_MESSAGE)
+    check_shape(message, COMMON)
+    check_shape(message, SHAPES[kind])
+    return message
+
+
+def check_shape(obj: dict[str, Any], spec: Spec, where: str = "") -> None:
+    """Each field ``spec`` names, where present, has one of its types (an absent one is
+    left to the reader, as the page does)."""
+    for name, want in spec.items():
+        if name not in obj:
+            continue
+        value, at = obj[name], f"{where}{name}"
+        if isinstance(want, dict):
+            if value is not None and not isinstance(value, dict):
+                raise Refused(f'"{at}" must be an object or null')
+            if value is not None:
+                check_shape(value, want, f"{at}.")
+        elif isinstance(want, ListOf):
+            if not isinstance(value, list) or not all(isinstance(v, want.types) for v in value):
+                raise Refused(f'"{at}" must be a list of {want.types[0].__name__}')
+        elif not isinstance(value, want) or (bool not in want and isinstance(value, bool)):
+            raise Refused(f'"{at}" must be {" or ".join(_name(t) for t in want)}')
+
+
+def _name(kind: type) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(
+        kind, "null" if kind is NONE else kind.__name__
+    )
 
 
 class Club:
@@ -42,9 +138,13 @@ class Club:
         self.listener = listener
         self.tables: dict[str, dict[str, Any]] = {}  # table -> kind -> latest message
         self.duplicates = 0
+        self.refusals = Refusals(log, "club: a message")
         self.connected = threading.Event()
         self._seen: dict[str, OrderedDict[str, None]] = {}
         self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="club feed", daemon=True)
+        self._closing = False
+        self.feed_error: str | None = None  # why the network thread ended, if it did
         self.client = client_for(
             url,
             client_id or f"club-{uuid.uuid4().hex[:8]}",
@@ -56,14 +156,37 @@ class Club:
         self.client.on_disconnect = lambda *a: self.connected.clear()
         self.client.on_message = self._on_message
 
+    @property
+    def refused(self) -> dict[str, int]:
+        """Messages refused so far, by reason."""
+        return dict(self.refusals.counts)
+
     def start(self) -> Club:
         self.client.connect_async(self.url.host, self.url.port, keepalive=5)
-        self.client.loop_start()
+        self._thread.start()
         return self
 
     def close(self) -> None:
+        self._closing = True
         self.client.disconnect()
-        self.client.loop_stop()
+        self._thread.join(STOP_S)
+        self.refusals.flush()
+
+    def feed_alive(self) -> bool:
+        """False once the network thread has ended without a close (the page says so)."""
+        return self._thread.is_alive() or self._closing
+
+    def _loop(self) -> None:
+        """paho's network loop (its reconnections too) on a thread whose end is seen."""
+        try:
+            self.client.loop_forever(retry_first_connection=True)
+        except Exception as exc:  # said and shown in the health: the feed is dead
+            self.feed_error = f"{type(exc).__name__}: {exc}"
+            log.exception("club: the broker feed stopped")
+        finally:
+            self.connected.clear()
+            if not self._closing and self.feed_error is None:
+                self.feed_error = "the network loop ended"
 
     def command(self, table: str, key: str, arg: int, token: str) -> str:
         """Send a referee control to one table; its id (the result comes on command/result)."""
@@ -88,10 +211,9 @@ class Club:
         if where is None or where[1] == "command":
             return
         try:
-            message = json.loads(msg.payload)
-        except ValueError:
-            return
-        if not isinstance(message, dict):
+            message = checked(where[1], msg.payload)
+        except Refused as exc:
+            self.refusals.add(msg.topic, str(exc))
             return
         table, kind = where
         msg_id = message.get("msg_id")
@@ -106,4 +228,8 @@ class Club:
                     seen.popitem(last=False)
             message.setdefault("received_unix", time.time())
             self.tables.setdefault(table, {})[kind] = message
-        self.listener(table, kind, message)
+        try:
+            self.listener(table, kind, message)
+        except Exception:  # a bug for one message: said and counted, the feed goes on
+            log.exception("club: %s not handled", msg.topic)
+            self.refusals.counts["not handled (a bug: see the log)"] += 1

@@ -62,13 +62,20 @@ class ClubFeed(Broadcast):
 
     def health_now(self) -> dict[str, Any]:
         assert self.club is not None
-        connected = self.club.connected.is_set()
+        club = self.club
+        connected = club.connected.is_set()
+        problems = []
+        if not club.feed_alive():
+            problems.append(f"the broker feed has stopped ({club.feed_error}): restart the page")
+        elif not connected:
+            problems.append(f"broker {club.url} not connected")
         return copy.deepcopy(
             {
-                "broker": str(self.club.url),
+                "broker": str(club.url),
                 "connected": connected,
-                "tables": sorted(self.club.snapshot()),
-                "problems": [] if connected else [f"broker {self.club.url} not connected"],
+                "tables": sorted(club.snapshot()),
+                "refused": club.refused,
+                "problems": problems,
             }
         )
 

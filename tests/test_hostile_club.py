@@ -1,0 +1,88 @@
+"""Issue 23: hostile messages on the club's broker, against a real Mosquitto.
+
+Each payload here once silenced a club page, lost verdicts or leaked a
+token.  Every handler that reads the broker (the club page's subscriber,
+a table's command handler) must take any payload: a bad one costs only
+its own reply and a counted refusal, and the next good message goes through.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import paho.mqtt.client as mqtt
+import pytest
+from club_util import running_broker, wait_for
+
+from firmware_host.mqtt.club import Club
+from firmware_host.mqtt.topics import broker_url
+
+DEEP = 100_000  # the issue's depth: json.loads raises RecursionError, not ValueError
+
+#: (what, payload): each on its own, then a good message must still arrive
+HOSTILE = [
+    ("not UTF-8", b"\xff\xfe\x00garbage"),
+    ("not JSON", b"{'msg_id': 1"),
+    ("a list", b"[1, 2, 3]"),
+    ("a string", b'"state"'),
+    ("a list nested 10^5 deep", b"[" * DEEP + b"]" * DEEP),
+    ("an object nested 10^5 deep", b'{"a":' * DEEP + b"1" + b"}" * DEEP),
+    ("NaN", b'{"msg_id": "x-1", "match": {"frame": NaN, "to_play": 1}}'),
+    ("Infinity", b'{"msg_id": "x-2", "t_us": Infinity}'),
+    ("msg_id a list", b'{"msg_id": [1, 2]}'),
+    ("msg_id an object", b'{"msg_id": {"a": 1}}'),
+    ("an integer of 5000 digits", b'{"t_us": ' + b"9" * 5000 + b"}"),
+    ("30 MB", b'{"msg_id": "x-3", "web": "' + b"a" * 30_000_000 + b'"}'),
+]
+
+
+@pytest.fixture
+def broker(tmp_path):
+    yield from running_broker(tmp_path)
+
+
+def publisher(broker) -> mqtt.Client:
+    """A client on the broker as any table (or anyone, without an ACL) could be."""
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="hostile")
+    client.connect("127.0.0.1", broker.port)
+    client.loop_start()
+    return client
+
+
+def send(client: mqtt.Client, topic: str, payload: bytes | str, retain: bool = False) -> None:
+    client.publish(topic, payload, qos=1, retain=retain).wait_for_publish(30)
+
+
+def good_state(frame: int) -> str:
+    return json.dumps(
+        {
+            "msg_id": f"good-{frame}",
+            "table": "t1",
+            "match": {"frame": frame, "to_play": 1, "pocketed": {"1": 0, "2": 0}},
+            "last_verdict": None,
+            "lamp": None,
+            "web": None,
+        }
+    )
+
+
+@pytest.mark.parametrize("what, payload", HOSTILE, ids=[w for w, _ in HOSTILE])
+def test_the_club_survives_any_message_and_takes_the_next_good_one(broker, what, payload):
+    """A bad message (retained, so every club page started later gets it too) costs only
+    itself: the good message after it reaches the page, and the refusal is counted."""
+    got: list[tuple[str, str, dict]] = []
+    hostile = publisher(broker)
+    send(hostile, "club/t1/state", payload, retain=True)
+    club = Club(broker_url(broker.url), lambda t, k, m: got.append((t, k, m))).start()
+    try:
+        assert club.connected.wait(10)
+        time.sleep(0.5)  # the retained bad message is delivered first
+        send(hostile, "club/t1/state", good_state(7))
+        wait_for(lambda: any(m.get("msg_id") == "good-7" for _, _, m in got), 30, "the good one")
+        assert club.feed_alive()
+        assert [m["msg_id"] for _, _, m in got] == ["good-7"]  # the bad one never shown
+        assert sum(club.refused.values()) == 1, club.refused
+    finally:
+        club.close()
+        hostile.loop_stop()
