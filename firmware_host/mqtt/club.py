@@ -24,6 +24,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import paho.mqtt.client as mqtt
 
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 SEEN = 4096  # message ids remembered per table for de-duplication
 MAX_MESSAGE = 65_536  # bytes: a table's largest message (health) is a few kB
+MAX_LINK = 2048  # characters of a table page's address
 STOP_S = 5.0  # close() waits this long for the network thread
 Listener = Callable[[str, str, dict[str, Any]], None]  # (table, kind, message)
 
@@ -94,7 +96,20 @@ def checked(kind: str, payload: bytes) -> dict[str, Any]:
     message = json_object(payload, MAX_MESSAGE)
     check_shape(message, COMMON)
     check_shape(message, SHAPES[kind])
+    check_link(message.get("web"))
     return message
+
+
+def check_link(web: str | None) -> None:
+    """A table's page, which the club page makes a link of: ``http(s)://host...`` only (a
+    ``javascript:`` one would run in the club page's origin when clicked)."""
+    if web is None:
+        return
+    parts = urlsplit(web)
+    if parts.scheme not in ("http", "https") or not parts.netloc or len(web) > MAX_LINK:
+        raise Refused('"web" must be an http:// or https:// address')
+    if not web.isprintable() or " " in web:
+        raise Refused('"web" must be an address without spaces or control characters')
 
 
 def check_shape(obj: dict[str, Any], spec: Spec, where: str = "") -> None:
