@@ -86,3 +86,50 @@ def test_the_club_survives_any_message_and_takes_the_next_good_one(broker, what,
     finally:
         club.close()
         hostile.loop_stop()
+
+
+def verdict_line(n: int) -> dict:
+    return {
+        "kind": "verdict", "shot": n, "verdict": "legal", "rules": [], "satisfied": "9",
+        "reason": f"shot {n}", "t_us": 1000 * n,
+    }  # fmt: skip
+
+
+def test_hostile_commands_cost_no_verdict(broker, tmp_path):
+    """Token-less commands nested 10^5 deep (RecursionError, not ValueError) among 400
+    verdicts: the old publisher threw its whole batch away with each (61 of 400 verdicts
+    never reached the broker, rows stuck in the spool).  Every verdict arrives, once, in
+    order; every command is answered; the spool empties."""
+    from club_util import Subscriber
+
+    from firmware_host.mqtt.publisher import TablePublisher
+    from firmware_host.mqtt.spool import Spool
+    from firmware_host.referee_token import RefereeToken
+
+    subscriber = Subscriber(broker.url)
+    spool = Spool(tmp_path / "q.sqlite")
+    table = TablePublisher(
+        broker_url(broker.url), "t1", spool, press=lambda *a, **k: None,
+        token=RefereeToken("tok-table-1-secret"),
+    ).start()  # fmt: skip
+    hostile = publisher(broker)
+    results: list[bytes] = []
+    hostile.on_message = lambda c, u, msg: results.append(msg.payload)
+    hostile.subscribe("club/t1/command/result", qos=1)
+    try:
+        wait_for(lambda: table.connected, 10, "the table to connect")
+        deep = [b'{"id": "x", "key": ' + b"[" * d + b"]" * d + b"}" for d in (DEEP, 2000)]
+        for n in range(400):  # the issue's depth, and one that fits a command's 4096 bytes
+            table.line(verdict_line(n), None, None)
+            if n % 8 == 0:
+                hostile.publish("club/t1/command", deep[n // 8 % 2], qos=1)
+        lines = subscriber.wait_lines("t1", 400, timeout_s=60)
+        assert [line["shot"] for line in lines] == list(range(400))
+        wait_for(lambda: len(results) == 50, 30, "an answer to every command")
+        wait_for(lambda: spool.rows == 0, 10, "the spool to empty")
+    finally:
+        table.close(1.0)
+        subscriber.close()
+        hostile.loop_stop()
+    errors = sorted({json.loads(r)["error"] for r in results})
+    assert errors == ["200020 bytes, over the 4096 allowed", "nested too deeply"]

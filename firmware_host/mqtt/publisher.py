@@ -34,6 +34,7 @@ from rules import indicator_for
 
 from ..cliutil import dumps
 from ..liveview import match_state
+from ..untrusted import Refusals, Refused, json_object
 from .spool import DROPPABLE, KEEP, LATEST, Spool
 from .topics import BrokerUrl, topic
 
@@ -45,6 +46,8 @@ KEEPALIVE_S = 5  # a broker gone silent is noticed within 1.5 x this
 RECONNECT_S = (0.2, 2.0)  # paho's reconnection back-off, first and longest
 DISK_REPORT_S = 60.0  # a spool that cannot be written is logged at most this often
 FLUSH_S = 5.0  # at a stop, the queue gets this long to reach a connected broker
+MAX_COMMAND = 4096  # bytes: a referee's command is under 200
+MAX_ID = 128  # characters of a command's id (a uuid is 32)
 
 Press = Callable[..., None]  # Daemon.press(key, arg, *, source)
 
@@ -117,6 +120,7 @@ class TablePublisher:
         self._disk_said = -DISK_REPORT_S
         self._closing = threading.Event()
         self._flush_s = FLUSH_S
+        self.refusals = Refusals(log, f"table {table}: a referee command")
         self._thread = threading.Thread(target=self._run, name="mqtt-publisher", daemon=True)
         self.client = client_for(url, f"table-{table}", tls, password)
         self.client.will_set(self._topic("online"), self._online(False), qos=1, retain=True)
@@ -206,6 +210,7 @@ class TablePublisher:
             self.client.disconnect()
         self.client.loop_stop()
         self.spool.close()
+        self.refusals.flush()
 
     # -- paho's network thread ----------------------------------------------------------------
 
@@ -251,6 +256,7 @@ class TablePublisher:
     def _take(self, items: list[tuple[Any, ...]]) -> None:
         batch: list[tuple[str, str, bool, int]] = []
         acked: list[int] = []
+        commands: list[bytes] = []
         for item in items:
             what = item[0]
             if what == "msg":
@@ -266,7 +272,9 @@ class TablePublisher:
                     log.info("broker %s %s", self.url, "connected" if item[1] else "lost")
                 self.connected = item[1]
             elif what == "cmd":
-                batch.extend(self._command(item[1]))
+                commands.append(item[1])
+        for payload in commands:  # after the messages: none of them waits on a command
+            batch.append(self._command(payload))
         self._unwritten += batch
         try:
             if acked:
@@ -298,19 +306,28 @@ class TablePublisher:
             self._inflight[info.mid] = row.seq
             self._handed = row.seq
 
-    def _command(self, payload: bytes) -> list[tuple[str, str, bool, int]]:
-        """A referee's control: checked, acted on once per id, its outcome published."""
-        result = self._act(payload)
-        return [(self._topic("command/result"), dumps(result), False, KEEP)]
+    def _command(self, payload: bytes) -> tuple[str, str, bool, int]:
+        """A referee's control: checked, acted on once per id, its outcome published.
+
+        Anyone who may write the command topic may be hostile: any payload
+        costs only its own answer (the messages around it are already queued)."""
+        try:
+            result = self._act(payload)
+        except Exception:  # a bug for one command: said, answered, and publishing goes on
+            log.exception("referee command not handled")
+            result = {"id": None, "ok": False, "error": "not handled (the table's log says why)"}
+        if not result["ok"]:
+            self.refusals.add("the command topic", str(result["error"]))
+        return (self._topic("command/result"), dumps(result), False, KEEP)
 
     def _act(self, payload: bytes) -> dict[str, Any]:
         try:
-            command = json.loads(payload)
-        except ValueError:
-            return {"id": None, "ok": False, "error": "not a JSON object"}
-        if not isinstance(command, dict) or not isinstance(command.get("id"), str):
-            return {"id": None, "ok": False, "error": 'no "id" string'}
-        command_id = command["id"]
+            command = json_object(payload, MAX_COMMAND)
+        except Refused as exc:
+            return {"id": None, "ok": False, "error": str(exc)}
+        command_id = command.get("id")
+        if not isinstance(command_id, str) or not 0 < len(command_id) <= MAX_ID:
+            return {"id": None, "ok": False, "error": f'no "id" string (1 to {MAX_ID} characters)'}
         earlier = self.spool.command_result(command_id)
         if earlier is not None:  # delivered twice (QoS 1, a resend): acted on once
             return {**json.loads(earlier), "duplicate": True}
