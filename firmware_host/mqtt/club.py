@@ -30,7 +30,7 @@ import paho.mqtt.client as mqtt
 
 from ..untrusted import Refusals, Refused, json_object
 from .publisher import Tls, client_for
-from .topics import ROOT, BrokerUrl, table_of, topic
+from .topics import PUBLISHED, ROOT, BrokerUrl, table_of, topic
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,8 @@ def _name(kind: type) -> str:
 
 
 class Club:
-    """Subscribes to ``club/#``; ``listener(table, kind, message)`` once per message id."""
+    """Subscribes to what tables publish (``club/+/verdict``, …, never a command);
+    ``listener(table, kind, message)`` once per message."""
 
     def __init__(
         self,
@@ -218,7 +219,7 @@ class Club:
         self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any
     ) -> None:
         if not rc.is_failure:
-            client.subscribe(f"{ROOT}/#", qos=1)
+            client.subscribe([(f"{ROOT}/+/{kind}", 1) for kind in PUBLISHED])
             self.connected.set()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
