@@ -133,3 +133,35 @@ def test_hostile_commands_cost_no_verdict(broker, tmp_path):
         hostile.loop_stop()
     errors = sorted({json.loads(r)["error"] for r in results})
     assert errors == ["200020 bytes, over the 4096 allowed", "nested too deeply"]
+
+
+def test_forged_message_ids_hide_no_real_verdict(broker, tmp_path):
+    """Message ids are predictable (the spool's epoch, then a counter): a client that
+    publishes ahead with the next ids hid every real verdict from the club page (0 of 4).
+    One client's messages must never suppress another's."""
+    from club_util import Subscriber, as_printed
+
+    from firmware_host.mqtt.publisher import TablePublisher
+    from firmware_host.mqtt.spool import Spool
+
+    subscriber = Subscriber(broker.url)
+    table = TablePublisher(broker_url(broker.url), "t1", Spool(tmp_path / "q.sqlite")).start()
+    hostile = publisher(broker)
+    try:
+        wait_for(lambda: table.connected, 10, "the table to connect")
+        table.line(verdict_line(0), None, None)
+        first = subscriber.wait_lines("t1", 1)
+        seen = next(m for t, k, m in subscriber.messages if k == "verdict")["msg_id"]
+        epoch, seq = seen.rsplit("-", 1)
+        for n in range(int(seq) + 1, int(seq) + 200):  # ahead of every real message
+            fake = {**verdict_line(99), "msg_id": f"{epoch}-{n}", "reason": "forged"}
+            send(hostile, "club/t1/verdict", json.dumps(fake))
+        for n in range(1, 5):
+            table.line(verdict_line(n), None, None)
+        wait_for(lambda: len(subscriber.lines("t1")) >= 1 + 199 + 4, 30, "every message")
+    finally:
+        table.close(1.0)
+        subscriber.close()
+        hostile.loop_stop()
+    real = [line for line in subscriber.lines("t1") if line["reason"] != "forged"]
+    assert first and real == [as_printed(verdict_line(n)) for n in range(5)]

@@ -3,8 +3,13 @@
 A persistent MQTT session (``clean_session`` off, a fixed client id): while
 this subscriber is away the broker keeps its QoS 1 messages, so a club page
 or a scoreboard restarted, or a broker restarted, misses none.  Duplicates
-(a table resends what the broker never acknowledged) are dropped by
-``msg_id``.
+(a table resends what the broker never acknowledged) are dropped by their
+bytes: a resend is the same bytes (its ``msg_id`` and ``at_unix`` included),
+while a message that only shares an id is another message.  Ids are
+predictable (the spool's epoch, then a counter), so a client that published
+ahead with the next ids would otherwise hide every real verdict.  Only the
+kinds shown once each (verdicts, events, command results) are de-duplicated;
+the others are a latest value, the same however often they come.
 
 Anyone who can publish on a table's topics may be hostile (docs/security.md):
 every message is checked before anything keeps it (:func:`checked`: its size,
@@ -16,6 +21,7 @@ health that the feed has stopped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -34,7 +40,9 @@ from .topics import PUBLISHED, ROOT, BrokerUrl, table_of, topic
 
 log = logging.getLogger(__name__)
 
-SEEN = 4096  # message ids remembered per table for de-duplication
+SEEN = 1024  # messages remembered per table for de-duplication (a resend is within 200)
+#: kinds shown once each; the others are a latest value, the same however often it comes
+ONCE = ("verdict", "event", "command/result")
 MAX_MESSAGE = 65_536  # bytes: a table's largest message (health) is a few kB
 MAX_LINK = 2048  # characters of a table page's address
 STOP_S = 5.0  # close() waits this long for the network thread
@@ -156,7 +164,7 @@ class Club:
         self.duplicates = 0
         self.refusals = Refusals(log, "club: a message")
         self.connected = threading.Event()
-        self._seen: dict[str, OrderedDict[str, None]] = {}
+        self._seen: dict[str, OrderedDict[bytes, None]] = {}  # table -> digests, oldest first
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="club feed", daemon=True)
         self._closing = False
@@ -232,14 +240,14 @@ class Club:
             self.refusals.add(msg.topic, str(exc))
             return
         table, kind = where
-        msg_id = message.get("msg_id")
         with self._lock:
-            seen = self._seen.setdefault(table, OrderedDict())
-            if msg_id is not None:
-                if msg_id in seen:
+            if kind in ONCE:
+                seen = self._seen.setdefault(table, OrderedDict())
+                digest = hashlib.blake2b(msg.payload, digest_size=16).digest()
+                if digest in seen:
                     self.duplicates += 1
                     return
-                seen[msg_id] = None
+                seen[digest] = None
                 if len(seen) > SEEN:
                     seen.popitem(last=False)
             message.setdefault("received_unix", time.time())

@@ -12,7 +12,8 @@ while the broker is connected (a window of ``WINDOW``), and deletes each
 from the spool when the broker acknowledges it (QoS 1 PUBACK).  paho resends
 what was in flight after a reconnection; after a restart the spool resends
 everything unacknowledged.  A message may so arrive twice, never out of
-order and never not at all: consumers drop duplicates by ``msg_id``.
+order and never not at all: consumers drop duplicates by their bytes (a resend is
+the same bytes; ``msg_id`` alone can be forged: docs/club.md).
 """
 
 from __future__ import annotations

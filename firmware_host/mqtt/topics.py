@@ -12,7 +12,8 @@
   club page writes it and only this table reads it); ``command/result``: their outcome.
 
 Every payload is one JSON object with ``"msg_id"``: unique per message, the
-same when a message is delivered twice, so consumers drop duplicates.
+same when a message is delivered twice (then the same bytes, by which consumers drop
+duplicates: an id alone can be forged).
 """
 
 from __future__ import annotations
