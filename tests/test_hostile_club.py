@@ -165,3 +165,53 @@ def test_forged_message_ids_hide_no_real_verdict(broker, tmp_path):
         hostile.loop_stop()
     real = [line for line in subscriber.lines("t1") if line["reason"] != "forged"]
     assert first and real == [as_printed(verdict_line(n)) for n in range(5)]
+
+
+def test_a_flood_of_fake_tables_is_capped(broker):
+    """5 000 tables that do not exist were all kept (and sent to every page load); the club
+    keeps MAX_TABLES and refuses the rest, counted."""
+    from firmware_host.mqtt.club import MAX_TABLES
+
+    club = Club(broker_url(broker.url), lambda t, k, m: None).start()
+    hostile = publisher(broker)
+    try:
+        assert club.connected.wait(10)
+        for n in range(5000):
+            online = {"msg_id": f"f-{n}", "table": f"fake{n}", "online": True, "at": 1.0}
+            hostile.publish(f"club/fake{n}/online", json.dumps(online), qos=1)
+        send(hostile, "club/fake0/online", json.dumps({**online, "msg_id": "last"}))
+        wait_for(lambda: len(club.snapshot()) + club.refusals.total >= 5000, 60, "all 5000")
+    finally:
+        club.close()
+        hostile.loop_stop()
+    assert len(club.snapshot()) == MAX_TABLES
+    assert club.refusals.total == 5000 - MAX_TABLES
+
+
+def test_results_nobody_waits_for_are_not_kept(broker):
+    """Anyone who may publish a command/result could fill the club page's memory: results
+    were kept forever.  Now only a command the page sent waits for one."""
+    import tracemalloc
+
+    from firmware_host.mqtt.club_page import ClubFeed
+
+    feed = ClubFeed()
+    club = feed.club = Club(broker_url(broker.url), feed.message).start()
+    hostile = publisher(broker)
+    try:
+        assert club.connected.wait(10)
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        pad = "x" * 1000
+        for n in range(10_000):
+            forged = {"msg_id": f"r-{n}", "id": f"forged-{n}", "ok": False, "error": pad}
+            hostile.publish("club/t1/command/result", json.dumps(forged), qos=1)
+        send(hostile, "club/t1/command/result", json.dumps({**forged, "msg_id": "last"}))
+        wait_for(lambda: club.snapshot()["t1"]["command/result"]["msg_id"] == "last", 60, "all")
+        grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
+        tracemalloc.stop()
+    finally:
+        club.close()
+        hostile.loop_stop()
+    assert grown < 2_000_000, f"{grown / 1e6:.1f} MB kept for 10 000 results"
+    assert feed.waiting == 0

@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 SEEN = 1024  # messages remembered per table for de-duplication (a resend is within 200)
 #: kinds shown once each; the others are a latest value, the same however often it comes
 ONCE = ("verdict", "event", "command/result")
-MAX_MESSAGE = 65_536  # bytes: a table's largest message (health) is a few kB
+MAX_MESSAGE = 16_384  # bytes: a table's largest message (health) is about 3 kB
+MAX_TABLES = 200  # tables one club page follows; past it, a new table's messages are refused
 MAX_LINK = 2048  # characters of a table page's address
 STOP_S = 5.0  # close() waits this long for the network thread
 Listener = Callable[[str, str, dict[str, Any]], None]  # (table, kind, message)
@@ -212,9 +213,11 @@ class Club:
             if not self._closing and self.feed_error is None:
                 self.feed_error = "the network loop ended"
 
-    def command(self, table: str, key: str, arg: int, token: str) -> str:
+    def command(
+        self, table: str, key: str, arg: int, token: str, command_id: str | None = None
+    ) -> str:
         """Send a referee control to one table; its id (the result comes on command/result)."""
-        command_id = uuid.uuid4().hex
+        command_id = command_id or uuid.uuid4().hex
         payload = json.dumps({"id": command_id, "token": token, "key": key, "arg": arg})
         self.client.publish(topic(table, "command"), payload, qos=1)
         return command_id
@@ -241,6 +244,9 @@ class Club:
             return
         table, kind = where
         with self._lock:
+            if table not in self.tables and len(self.tables) >= MAX_TABLES:
+                self.refusals.add(msg.topic, f"a table more than the {MAX_TABLES} followed")
+                return
             if kind in ONCE:
                 seen = self._seen.setdefault(table, OrderedDict())
                 digest = hashlib.blake2b(msg.payload, digest_size=16).digest()

@@ -32,7 +32,9 @@ from typing import Any
 from aiohttp import web
 
 from ..referee_token import RefereeToken
+from ..untrusted import Refusals, Refused, json_object
 from .feed import LiveFeed
+from .guard import Attempts
 
 #: a referee's key: (key, arg, source), raising ValueError for a bad one (Daemon.press)
 Press = Callable[..., None]
@@ -40,6 +42,7 @@ Press = Callable[..., None]
 log = logging.getLogger(__name__)
 
 KEEPALIVE_S = 15.0
+MAX_BODY = 4096  # bytes of a POSTed body (a key or a command is under 200)
 
 
 class WebServer:
@@ -61,6 +64,8 @@ class WebServer:
         self.port = port
         self.token = token
         self.press = press
+        self.attempts = Attempts()  # wrong tokens per address
+        self.refusals = Refusals(log, "referee control")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._error: OSError | None = None
@@ -184,6 +189,14 @@ class WebServer:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response({"pressed": body["key"], "arg": body.get("arg", 0)}, status=202)
+
+
+async def json_body(request: web.Request, max_bytes: int = MAX_BODY) -> dict[str, Any]:
+    """A POSTed JSON object, read no further than ``max_bytes``; else :class:`Refused`."""
+    raw = await request.content.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise Refused(f"a body over {max_bytes} bytes")
+    return json_object(raw, max_bytes)
 
 
 def _asset(name: str, content_type: str) -> web.Response:
