@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import resource
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from club_util import running_broker, wait_for
@@ -25,6 +29,7 @@ from firmware_host.mqtt.spool import Spool
 from firmware_host.mqtt.topics import broker_url
 from firmware_host.pipeline import check_press
 from firmware_host.referee_token import RefereeToken
+from firmware_host.web.server import MAX_STREAMS
 
 TOKEN = "tok-live-secret"
 
@@ -121,3 +126,165 @@ def test_wrong_tokens_through_the_club_page_are_limited_per_address(
     assert (status, answer["ok"]) == (200, True), answer
     assert pressed == [("referee_foul", 16)]
     wait_for(lambda: sum("127.0.0.3" in line for line in log) >= 5, 10, "the refusals logged")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+CLIENTS = ROOT / "bench" / "hostile_clients.py"
+FD_LIMIT = 256  # the issue's: 400 slow connections took them all
+
+
+class LivePage:
+    """``run --web`` on the virtual table at real time, its lines and log read."""
+
+    def __init__(self, tmp_path: Path, *options: str, fd_limit: int | None = None) -> None:
+        def limit() -> None:
+            if fd_limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
+
+        self.status = tmp_path / "status.json"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", "--json",
+             "--status", str(self.status), "--referee-token", TOKEN, *options],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            preexec_fn=limit,  # noqa: PLW1509 - this test's own single thread
+        )  # fmt: skip
+        self.err: list[str] = []
+        self.url: str | None = None
+        threading.Thread(target=lambda: self.proc.stdout.read(), daemon=True).start()
+        threading.Thread(target=self._err, daemon=True).start()
+        wait_for(lambda: self.url or self.proc.poll() is not None, 120, "the live page")
+        assert self.url, "".join(self.err)
+
+    def _err(self) -> None:
+        for line in self.proc.stderr:
+            self.err.append(line)
+            if "live page: " in line:
+                self.url = line.split("live page: ")[1].split()[0]
+
+    def status_age(self) -> float:
+        try:
+            return time.time() - json.loads(self.status.read_text())["written_unix"]
+        except (OSError, ValueError):
+            return 0.0  # being replaced this instant
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(30)
+
+
+def test_hostile_clients_cannot_take_the_daemons_descriptors(tmp_path):
+    """300 event streams and 200 slow connections against ``run --web`` with a 256-fd
+    limit: the connections over the cap are refused, the slow ones closed, and the
+    daemon keeps its own descriptors: its recording is complete and its status file never
+    goes stale (on the old code the recording stopped and the status went stale)."""
+    page = LivePage(
+        tmp_path, "--minutes", "0.75", "--speed", "1", "--record", str(tmp_path / "rec"),
+        fd_limit=FD_LIMIT,
+    )  # fmt: skip
+    clients = subprocess.Popen(
+        [sys.executable, str(CLIENTS), page.url, "--streams", "300", "--slow", "200",
+         "--seconds", "35", "--trickle-s", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    ages = []
+    try:
+        while clients.poll() is None:
+            ages.append(page.status_age())
+            time.sleep(0.5)
+        summary = json.loads(clients.stdout.read())
+        page.proc.wait(180)
+    finally:
+        clients.kill()
+        page.close()
+    log = "".join(page.err)
+    assert page.proc.returncode == 0, log
+    end = next(line for line in page.err if "end of match" in line)
+    assert "not recorded" not in end and "recording to" not in log.split("failed")[0][-200:]
+    assert "Too many open files" not in log, log
+    assert max(ages) < 3.0, f"the status file went {max(ages):.0f} s without a write"
+    assert summary["most_streams_open"] <= MAX_STREAMS
+    assert summary.get("stream refused 503", 0) > 0  # over the cap: told so
+    assert summary.get("slow closed by the server", 0) + summary.get("slow refused 503", 0) > 0
+    assert "too many" in log  # the refusals, logged with their addresses
+
+
+def test_the_live_page_refuses_a_forged_host_a_huge_shot_and_a_guesser(tmp_path):
+    """DNS rebinding (a Host that is not this machine) read /events; /shot/<5000 digits>.svg
+    was a 500 with a traceback; token guessing ran at 1 300/s with no lockout."""
+    page = LivePage(tmp_path, "--minutes", "0.5", "--speed", "3")
+    try:
+        url = page.url.rstrip("/")
+        plain = urllib.request.Request(url + "/events", headers={"Host": "rebound.example:80"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(plain, timeout=10)
+        assert refused.value.code == 421
+        for host in ("localhost", "127.0.0.1", f"localhost:{url.rsplit(':', 1)[1]}"):
+            ok = urllib.request.Request(url + "/healthz", headers={"Host": host})
+            wait_for(lambda r=ok: get_status(r) in (200, 503), 10, f"Host {host}")
+        huge = urllib.request.Request(url + "/shot/" + "9" * 5000 + ".svg")
+        assert get_status(huge) == 404
+        guesses = [
+            post(page.url, "/control", b'{"key": "accept"}', "127.0.0.4",
+                 Authorization=f"Bearer guess-{n}")[0]
+            for n in range(12)
+        ]  # fmt: skip
+        assert guesses == [403] * 10 + [429] * 2
+        status, _, _ = post(
+            page.url, "/control", b'{"key": "new_frame"}', "127.0.0.2",
+            Authorization=f"Bearer {TOKEN}",
+        )  # fmt: skip
+        assert status == 202  # the referee, elsewhere, is not locked out
+        for bad in (
+            b"[" * 100_000 + b"]" * 100_000,
+            b'{"key": NaN}',
+            b'{"key": "accept", "arg": [1]}',
+        ):
+            status, answer, _ = post(
+                page.url, "/control", bad, "127.0.0.2", Authorization=f"Bearer {TOKEN}"
+            )
+            assert status == 400, answer
+    finally:
+        page.close()
+    log = "".join(page.err)
+    assert "Traceback" not in log
+    assert "refused from 127.0.0.1: Host 'rebound.example:80'" in log
+    assert "refused from 127.0.0.4: referee control: wrong token" in log
+
+
+def get_status(request: urllib.request.Request) -> int:
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+def test_every_refusals_address_is_logged_after_the_first_five(caplog):
+    """After 5 refusals a minute the journal's rate limit (lograte) dropped the rest, with
+    their addresses: now the rest are summed per address at the window's end."""
+    import logging
+
+    from firmware_host.lograte import RateLimit
+    from firmware_host.untrusted import Refusals
+
+    now = [0.0]
+    logger = logging.getLogger("test.refusals")
+    refusals = Refusals(logger, "referee control", clock=lambda: now[0])
+    handler = logging.Handler()
+    seen: list[str] = []
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    handler.addFilter(RateLimit(clock=lambda: now[0]))  # one clock, as in the daemon
+    logger.addHandler(handler)
+    try:
+        for n in range(300):
+            refusals.add(f"10.0.0.{n % 7}", "wrong token")
+        now[0] = 61.0
+        refusals.add("10.0.0.99", "wrong token")  # a new window: the last one is summed
+    finally:
+        logger.removeHandler(handler)
+    assert len(seen) == 7  # 5 alone, the sum, the new window's first
+    summary = seen[5]
+    assert "295 more refused" in summary
+    assert all(f"10.0.0.{n}: wrong token x" in summary for n in range(7))
+    assert "10.0.0.99" in seen[6]
