@@ -630,7 +630,9 @@ def _health(daemon: Any, status: str | None, record: Any, *feeds: Any) -> Any:
     from ..service.notify import Notifier
 
     wanted = [f for f in feeds if f is not None]
-    return HealthMonitor(daemon, status, Notifier(), record, _Healths(wanted) if wanted else None)
+    facts = [f.facts for f in wanted if hasattr(f, "facts")]  # the publisher's, for status
+    healths = _Healths(wanted) if wanted else None
+    return HealthMonitor(daemon, status, Notifier(), record, healths, facts)
 
 
 def _check_club(args: argparse.Namespace) -> None:

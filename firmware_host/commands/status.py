@@ -106,6 +106,13 @@ def describe(status: dict[str, Any], found: list[str]) -> list[str]:
         lines.append(f"recording: {rec['dir']}: {rec['error']}")
     else:
         lines.append(f"recording: {rec['dir']}, {rec['free_bytes'] / 2**30:.1f} GiB free")
+    mqtt = status.get("mqtt")
+    if mqtt:
+        lines.append(
+            f"club broker: {mqtt.get('broker')} "
+            f"{'connected' if mqtt.get('connected') else 'not connected'}, "
+            f"{mqtt.get('queued')} queued, {mqtt.get('sent')} sent, {mqtt.get('refused')} refused"
+        )
     last = status.get("last_verdict")
     if last:
         rules = ", ".join(last.get("rules") or ()) or last.get("satisfied") or ""

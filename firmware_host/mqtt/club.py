@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 SEEN = 1024  # messages remembered per table for de-duplication (a resend is within 200)
 #: kinds shown once each; the others are a latest value, the same however often it comes
 ONCE = ("verdict", "event", "command/result")
-MAX_MESSAGE = 16_384  # bytes: a table's largest message (health) is about 3 kB
+MAX_MESSAGE = 65_536  # bytes: a table's largest message but an event (health) is about 3 kB
+MAX_EVENT = 1 << 20  # bytes: a long shot's shot_end carries every ball's path (30 kB seen)
 MAX_TABLES = 200  # tables one club page follows; past it, a new table's messages are refused
 MAX_LINK = 2048  # characters of a table page's address
 STOP_S = 5.0  # close() waits this long for the network thread
@@ -102,7 +103,7 @@ COMMON: Spec = {"msg_id": (str,), "at_unix": (int, float)}
 
 def checked(kind: str, payload: bytes) -> dict[str, Any]:
     """A table's message of ``kind``, or :class:`Refused` saying what is wrong with it."""
-    message = json_object(payload, MAX_MESSAGE)
+    message = json_object(payload, MAX_EVENT if kind == "event" else MAX_MESSAGE)
     check_shape(message, COMMON)
     check_shape(message, SHAPES[kind])
     check_link(message.get("web"))

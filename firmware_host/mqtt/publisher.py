@@ -25,11 +25,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 
 from rules import indicator_for
 
@@ -37,7 +39,7 @@ from ..cliutil import dumps
 from ..liveview import match_state
 from ..untrusted import Refusals, Refused, json_object
 from .spool import DROPPABLE, KEEP, LATEST, Spool
-from .topics import BrokerUrl, topic
+from .topics import BrokerUrl, table_of, topic
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,9 @@ RECONNECT_S = (0.2, 2.0)  # paho's reconnection back-off, first and longest
 DISK_REPORT_S = 60.0  # a spool that cannot be written is logged at most this often
 FLUSH_S = 5.0  # at a stop, the queue gets this long to reach a connected broker
 MAX_COMMAND = 4096  # bytes: a referee's command is under 200
+MAX_PACKET = 65_536  # bytes: the broker sends this table no bigger packet (MQTT 5)
+REFUSED_RETRY_S = 30.0  # after the broker refused a message, it is tried again this late
+STALL_S = 30.0  # connected, messages waiting, and none acknowledged this long: stalled
 MAX_ID = 128  # characters of a command's id (a uuid is 32)
 
 Press = Callable[..., None]  # Daemon.press(key, arg, *, source)
@@ -68,17 +73,25 @@ def client_for(
     tls: Tls | None = None,
     password: str | None = None,
     persistent: bool = False,
+    v5: bool = False,
 ) -> mqtt.Client:
     """A paho client for ``url``: credentials and TLS set, not connected (shared with the club).
 
     ``persistent``: the broker keeps this client's subscriptions and QoS 1
-    messages while it is away (``clean_session`` off)."""
-    client = mqtt.Client(
-        mqtt.CallbackAPIVersion.VERSION2,
-        client_id=client_id,
-        protocol=mqtt.MQTTv311,
-        clean_session=not persistent,
-    )
+    messages while it is away (``clean_session`` off; MQTT 3.1.1).  ``v5``: MQTT 5,
+    whose PUBACK says when the broker refused a message (3.1.1's acknowledges a
+    publish the ACL drops as if it were taken)."""
+    if v5:
+        client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5
+        )
+    else:
+        client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=client_id,
+            protocol=mqtt.MQTTv311,
+            clean_session=not persistent,
+        )
     if url.username:
         client.username_pw_set(url.username, password or url.password)
     if url.tls or (tls and (tls.ca or tls.cert)):
@@ -103,6 +116,8 @@ class TablePublisher:
         press: Press | None = None,
         token: Any = None,
     ) -> None:
+        if url.username is None:  # the documented ACL's user: the table's id (%u)
+            url = replace(url, username=table)
         self.url = url
         self.table = table
         self.spool = spool
@@ -111,11 +126,16 @@ class TablePublisher:
         self.token = token  # a RefereeToken: .check(given) -> bool
         self.connected = False
         self.sent = 0  # messages the broker acknowledged
+        self.refused = 0  # messages the broker refused (MQTT 5: not authorized, ...)
+        self.unusable = 0  # spool rows that could not be sent (a damaged file): dropped, said
+        self.refused_why: str | None = None  # the last refusal, until a message is taken again
+        self._retry_at = 0.0  # after a refusal, nothing is handed to paho before this
+        self._progress_at = time.monotonic()  # the last acknowledgement, or when idle
         self.queued = spool.rows
         self._last_verdict: dict[str, Any] | None = None  # these two: the pipeline thread's
         self._lamp: dict[str, Any] | None = None
         self._inbox: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._inflight: dict[int, int] = {}  # paho mid -> spool seq
+        self._inflight: dict[int, tuple[int, str]] = {}  # paho mid -> (spool seq, topic)
         self._handed = 0  # the last seq handed to paho
         self._unwritten: list[tuple[str, str, bool, int]] = []  # the disk refused them (full)
         self._disk_said = -DISK_REPORT_S
@@ -123,11 +143,11 @@ class TablePublisher:
         self._flush_s = FLUSH_S
         self.refusals = Refusals(log, f"table {table}: a referee command")
         self._thread = threading.Thread(target=self._run, name="mqtt-publisher", daemon=True)
-        self.client = client_for(url, f"table-{table}", tls, password)
+        self.client = client_for(url, f"table-{table}", tls, password, v5=True)
         self.client.will_set(self._topic("online"), self._online(False), qos=1, retain=True)
         self.client.on_connect = self._connected
         self.client.on_disconnect = self._disconnected
-        self.client.on_publish = lambda c, u, mid, rc, props: self._inbox.put(("ack", mid))
+        self.client.on_publish = lambda c, u, mid, rc, props: self._inbox.put(("ack", mid, rc))
         self.client.on_message = lambda c, u, msg: self._inbox.put(("cmd", msg.payload))
 
     def _topic(self, kind: str) -> str:
@@ -170,12 +190,22 @@ class TablePublisher:
         self._inbox.put(("msg", "health", health, False, LATEST, time.time()))
 
     def counters(self) -> dict[str, Any]:
+        waited = time.monotonic() - self._progress_at
         return {
             "connected": self.connected,
             "queued": self.queued,
             "dropped_events": self.spool.dropped,
             "sent": self.sent,
+            "refused": self.refused,
+            "refused_why": self.refused_why,
+            "unusable": self.unusable,
+            "stalled_s": round(waited, 1) if self.connected and waited > STALL_S else None,
+            "running": self._thread.is_alive() or not self._thread.ident,
         }
+
+    def facts(self) -> dict[str, Any]:
+        """For the status file (``service/health.py``): this publisher's counters."""
+        return {"mqtt": {"broker": str(self.url), **self.counters()}}
 
     def attach(self, daemon: Any) -> TablePublisher:
         """Publish what ``daemon`` decides: its lines with the match state and lamp, its events."""
@@ -190,7 +220,15 @@ class TablePublisher:
 
     def start(self) -> TablePublisher:
         """Connect in the background (a broker away now is retried) and start publishing."""
-        self.client.connect_async(self.url.host, self.url.port, keepalive=KEEPALIVE_S)
+        connect = Properties(PacketTypes.CONNECT)
+        connect.MaximumPacketSize = MAX_PACKET  # the broker sends nothing bigger (a command)
+        self.client.connect_async(
+            self.url.host,
+            self.url.port,
+            keepalive=KEEPALIVE_S,
+            clean_start=True,
+            properties=connect,
+        )
         self.client.loop_start()
         self._thread.start()
         return self
@@ -265,9 +303,11 @@ class TablePublisher:
                 payload = with_key(dumps(obj, separators=(",", ":")), "at_unix", f"{at:.6f}")
                 batch.append((self._topic(kind), payload, retain, policy))
             elif what == "ack":
-                seq = self._inflight.pop(item[1], None)
-                if seq is not None:
-                    acked.append(seq)
+                handed = self._inflight.pop(item[1], None)
+                if handed is not None and item[2].is_failure:
+                    self._refused(handed[1], item[2])
+                elif handed is not None:
+                    acked.append(handed[0])
             elif what == "conn":
                 if item[1] != self.connected:
                     log.info("broker %s %s", self.url, "connected" if item[1] else "lost")
@@ -277,6 +317,9 @@ class TablePublisher:
         for payload in commands:  # after the messages: none of them waits on a command
             batch.append(self._command(payload))
         self._unwritten += batch
+        if acked:
+            self._progress_at = time.monotonic()
+            self.refused_why = None
         try:
             if acked:
                 self.spool.done(acked)
@@ -296,16 +339,47 @@ class TablePublisher:
                 )
         self.queued = self.spool.rows + len(self._unwritten)
 
+    def _refused(self, where: str, reason: Any) -> None:
+        """The broker refused a message (MQTT 5 PUBACK): it stays in the spool, and from
+        ``REFUSED_RETRY_S`` on everything still queued is handed over again, in order."""
+        self.refused += 1
+        why = f"{reason} on {where}"
+        if why != self.refused_why:
+            log.error(
+                "broker %s refused %s; kept in the spool and tried again every %g s. The "
+                "documented ACL lets a table's user write only club/<user>/..., so the "
+                "broker user must be the table id (docs/club.md)",
+                self.url,
+                why,
+                REFUSED_RETRY_S,
+            )
+        self.refused_why = why
+        self._retry_at = time.monotonic() + REFUSED_RETRY_S
+        self._handed = 0  # the refused row and those after it go again at the retry
+
     def _send(self) -> None:
+        if time.monotonic() < self._retry_at:
+            return
         free = WINDOW - len(self._inflight)
         if free <= 0 or self._handed >= self.spool.last:  # nothing new to hand over
+            if not self._inflight:
+                self._progress_at = time.monotonic()  # idle is not stalled
             return
         for row in self.spool.after(self._handed, free):
+            self._handed = row.seq
             msg_id = self.spool.message_id(row.seq)
             payload = with_key(row.payload, "msg_id", f'"{msg_id}"')
-            info = self.client.publish(row.topic, payload, qos=1, retain=row.retain)
-            self._inflight[info.mid] = row.seq
-            self._handed = row.seq
+            try:
+                if table_of(row.topic) is None or table_of(row.topic)[0] != self.table:
+                    raise ValueError("not one of this table's topics")
+                info = self.client.publish(row.topic, payload, qos=1, retain=row.retain)
+            except ValueError as exc:  # a damaged spool file: that row goes, the rest go on
+                log.error("mqtt spool %s: row %d (%r) dropped: %s", self.spool.path, row.seq,
+                          row.topic[:80], exc)  # fmt: skip
+                self.spool.done([row.seq])
+                self.unusable += 1
+                continue
+            self._inflight[info.mid] = (row.seq, row.topic)
 
     def _command(self, payload: bytes) -> tuple[str, str, bool, int]:
         """A referee's control: checked, acted on once per id, its outcome published.

@@ -16,6 +16,7 @@ import os
 import shutil
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +44,14 @@ class HealthMonitor:
         notifier: Notifier | None = None,
         record_dir: str | Path | None = None,
         feed: Any = None,
+        facts: Iterable[Callable[[], dict[str, Any]]] = (),
     ) -> None:
         self.daemon = daemon
         self.path = Path(path) if path is not None else None
         self.notifier = notifier or Notifier({})
         self.record_dir = Path(record_dir) if record_dir is not None else None
         self.feed = feed  # the live page's (web.feed.LiveFeed), or None
+        self.facts = list(facts)  # the edges' own facts (the club publisher's "mqtt")
         self._written_ns = 0
         self._history: deque[tuple[float, int, int, int]] = deque()
 
@@ -116,7 +119,7 @@ class HealthMonitor:
             "recording": _space(self.record_dir),
             "verdicts": daemon.stats.verdicts,
             "last_verdict": daemon.last_verdict,
-        }
+        } | {key: value for facts in self.facts for key, value in facts().items()}
 
 
 def _space(folder: Path | None) -> dict[str, Any] | None:
@@ -170,4 +173,25 @@ def problems(status: dict[str, Any], now_unix: float) -> list[str]:
         found.append(f"recording folder {rec['dir']}: {rec['error']}")
     elif rec and rec["free_bytes"] < FREE_BYTES_MIN:
         found.append(f"recording folder {rec['dir']}: {rec['free_bytes'] / 2**20:.0f} MiB free")
+    found += _club_problems(status.get("mqtt"))
+    return found
+
+
+def _club_problems(mqtt: dict[str, Any] | None) -> list[str]:
+    """The club broker's publisher (run --mqtt): refused, stalled or stopped."""
+    if not mqtt:
+        return []
+    found = []
+    if not mqtt.get("running", True):
+        found.append("club publisher stopped: messages wait in the spool (restart the daemon)")
+    if mqtt.get("refused_why"):
+        found.append(
+            f"club broker refuses this table's messages ({mqtt['refused_why']}; "
+            f"{mqtt.get('refused')} so far): its user must be the table id (docs/club.md)"
+        )
+    if mqtt.get("stalled_s"):
+        found.append(
+            f"club broker: {mqtt.get('queued')} messages queued, none acknowledged "
+            f"for {mqtt['stalled_s']:.0f} s"
+        )
     return found
