@@ -139,10 +139,15 @@ class Daemon:
         pipeline = self.pipeline
         return pipeline.referee.state if pipeline is not None else None
 
-    def also(self, on_line: Sink, on_event: Sink) -> None:
+    def also(self, on_line: Sink, on_event: Sink, *, first: bool = False) -> None:
         """Hand every line and event to one more edge too (the live page, the broker), after
-        the sinks already there; called before :meth:`run`."""
+        the sinks already there (``first``: before them, as the broker's durable spool
+        wants: a line is printed, and the lamp driven, only once it is kept); called
+        before :meth:`run`."""
         line_sinks, event_sinks = self.on_line, self.on_event
+        if first:
+            line_sinks, on_line = on_line, line_sinks
+            event_sinks, on_event = on_event, event_sinks
 
         def line(line: dict[str, Any]) -> None:
             line_sinks(line)

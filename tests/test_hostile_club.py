@@ -335,3 +335,73 @@ def test_a_100_mb_command_never_reaches_the_table(broker, tmp_path):
     assert MAX_PACKET < big and grown < 30, f"the table's process grew {grown:.0f} MB"
     assert [json.loads(a)["error"] for a in answers] == ["10024 bytes, over the 4096 allowed"]
     assert (tmp_path / "q.sqlite").stat().st_size < 1_000_000
+
+
+def test_a_line_is_on_disk_before_the_sink_returns(tmp_path):
+    """A SIGKILL lost a verdict from the broker: it was printed and the lamp driven while it
+    was still in memory.  The daemon hands a line to the publisher first (before the
+    printer and the lamp), and the publisher's sink returns only once the line and
+    everything queued before it are in the spool (its publisher thread not even running)."""
+    import sqlite3
+
+    from firmware_host.mqtt.publisher import TablePublisher
+    from firmware_host.mqtt.spool import Spool
+
+    table = TablePublisher(broker_url("mqtt://127.0.0.1:1"), "t1", Spool(tmp_path / "q.sqlite"))
+    table.event({"type": "shot_start", "t_us": 5, "shot": 3})
+    table.line(verdict_line(3), None, None)
+    with sqlite3.connect(tmp_path / "q.sqlite") as other:  # what a restart would find
+        rows = [(t, json.loads(p)) for t, p in other.execute("SELECT topic, payload FROM queue")]
+    assert [t for t, _ in rows] == [
+        "club/t1/event",
+        "club/t1/lamp",
+        "club/t1/verdict",
+        "club/t1/state",
+    ]
+    assert rows[2][1]["shot"] == 3
+    table.spool.close()
+
+
+def test_a_verdict_printed_before_a_sigkill_reaches_the_broker(broker, tmp_path):
+    """``run --mqtt`` killed outright the moment it prints its first verdicts: each printed
+    verdict is in the spool, and the next start on it delivers every one to the broker."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from club_util import Subscriber, as_printed
+
+    from firmware_host.mqtt.publisher import TablePublisher
+    from firmware_host.mqtt.spool import Spool
+
+    spool = tmp_path / "q.sqlite"
+    subscriber = Subscriber(broker.url)
+    printed: list[dict] = []
+    for seed in (3, 4, 5):  # a kill at the 1st, 2nd and 3rd verdict of three matches
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "firmware_host", "run", "--json", "--mqtt", broker.url,
+             "--table", "t1", "--mqtt-spool", str(spool), "--seed", str(seed),
+             "--minutes", "1", "--speed", "3"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+        )  # fmt: skip
+        verdicts = 0
+        for raw in daemon.stdout:
+            line = json.loads(raw)
+            if line.get("kind") == "verdict":
+                verdicts += 1
+                if verdicts == seed - 2:
+                    os.kill(daemon.pid, signal.SIGKILL)  # at once: nothing else runs
+                    printed.append(line)
+                    break
+        daemon.wait(30)
+        assert daemon.returncode == -signal.SIGKILL
+    restarted = TablePublisher(broker_url(broker.url), "t1", Spool(spool)).start()
+    try:
+        wait_for(lambda: restarted.spool.rows == 0, 30, "the spool delivered")
+        delivered = subscriber.lines("t1")
+    finally:
+        restarted.close(1.0)
+        subscriber.close()
+    missing = [p for p in printed if as_printed(p) not in delivered]
+    assert not missing, missing

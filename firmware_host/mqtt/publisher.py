@@ -5,9 +5,13 @@ automatic reconnection, a network thread of its own via ``loop_start``)
 rather than aiomqtt: the daemon is threads, not asyncio, and aiomqtt is a
 wrapper around paho anyway.
 
-The pipeline thread only puts a tuple on an in-memory queue and returns
-(no encoding, no disk, no network).  The publisher thread moves the queue
-into the on-disk :class:`~.spool.Spool`, hands the oldest messages to paho
+The pipeline thread puts an event on an in-memory outbox and returns (no
+encoding, no disk, no network).  A verdict or notice line is different: it
+is written to the on-disk :class:`~.spool.Spool` with everything queued
+before it, in one SQLite transaction, before the daemon prints it or drives
+the lamp (``attach`` hands it the line first), so that a line anyone saw is
+published, also across a SIGKILL.  The publisher thread writes the rest of
+the outbox to the spool, hands the oldest messages to paho
 while the broker is connected (a window of ``WINDOW``), and deletes each
 from the spool when the broker acknowledges it (QoS 1 PUBACK).  paho resends
 what was in flight after a reconnection; after a restart the spool resends
@@ -138,6 +142,9 @@ class TablePublisher:
         self._inflight: dict[int, tuple[int, str]] = {}  # paho mid -> (spool seq, topic)
         self._handed = 0  # the last seq handed to paho
         self._unwritten: list[tuple[str, str, bool, int]] = []  # the disk refused them (full)
+        self._outbox: list[tuple[str, Any, bool, int, float]] = []  # queued, not yet written
+        self._outbox_lock = threading.Lock()
+        self._writing = threading.Lock()  # one writer at a time: the spool keeps their order
         self._disk_said = -DISK_REPORT_S
         self._closing = threading.Event()
         self._flush_s = FLUSH_S
@@ -156,11 +163,18 @@ class TablePublisher:
     def _online(self, online: bool) -> str:
         return dumps({"table": self.table, "online": online, "web": self.web, "at": time.time()})
 
-    # -- the daemon's sinks (the pipeline thread: never waits) ---------------------------------
+    # -- the daemon's sinks (the pipeline thread) -------------------------------------------
 
     def line(self, line: dict[str, Any], state: dict[str, Any] | None, lamp: Any) -> None:
-        """A verdict or notice; the match state after it; the lamp it set (or None)."""
-        self._inbox.put(("msg", "verdict", line, False, KEEP, time.time()))
+        """A verdict or notice; the match state after it; the lamp it set (or None).
+
+        Durable before it returns: the daemon calls this before it prints the line or
+        drives the lamp, so a line anyone saw is in the spool and reaches the broker,
+        also across a SIGKILL.  It costs the pipeline thread one SQLite transaction
+        (WAL, no fsync: the kernel has it once the process dies); bench/durable_lamp.py
+        measures it."""
+        at = time.time()
+        self._queue("verdict", line, False, KEEP, at)
         if lamp is not None:
             self.lamp(lamp.state, lamp.rule, line["t_us"])
         if line.get("kind") == "verdict":
@@ -173,21 +187,55 @@ class TablePublisher:
             "web": self.web,
             "t_us": line["t_us"],
         }
-        self._inbox.put(("msg", "state", retained, True, LATEST, time.time()))
+        self._queue("state", retained, True, LATEST, at)
+        self._write()
 
     def event(self, event: dict[str, Any]) -> None:
-        self._inbox.put(("msg", "event", event, False, DROPPABLE, time.time()))
+        self._queue("event", event, False, DROPPABLE, time.time())
         if event["type"] == "shot_start":
             self.lamp("ready", None, event["t_us"])
 
     def lamp(self, state: str, rule: Any, t_us: int) -> None:
         self._lamp = {"state": state, "rule": rule, "t_us": t_us}
-        self._inbox.put(("msg", "lamp", self._lamp, False, DROPPABLE, time.time()))
+        self._queue("lamp", self._lamp, False, DROPPABLE, time.time())
 
     def health(self, status: dict[str, Any], problems: list[str]) -> None:
         """The 1 Hz health (service/health.py), with this publisher's own counters."""
         health = {**status, "problems": problems, "web": self.web, "mqtt": self.counters()}
-        self._inbox.put(("msg", "health", health, False, LATEST, time.time()))
+        self._queue("health", health, False, LATEST, time.time())
+
+    def _queue(self, kind: str, obj: Any, retain: bool, policy: int, at: float) -> None:
+        """Into the outbox (in order), and wake the publisher thread to write it."""
+        with self._outbox_lock:
+            self._outbox.append((kind, obj, retain, policy, at))
+        self._inbox.put(("wake",))
+
+    def _write(self) -> None:
+        """The outbox into the spool, in order, in one transaction (either thread).
+
+        A disk that refuses (full) keeps the messages in memory, tried again each tick."""
+        with self._writing:
+            with self._outbox_lock:
+                taken, self._outbox = self._outbox, []
+            for kind, obj, retain, policy, at in taken:
+                text = dumps(obj, separators=(",", ":")) if not isinstance(obj, str) else obj
+                payload = with_key(text, "at_unix", f"{at:.6f}")
+                self._unwritten.append((self._topic(kind), payload, retain, policy))
+            if self._unwritten:
+                try:
+                    self.spool.put(self._unwritten)
+                    self._unwritten = []
+                except sqlite3.Error as exc:
+                    now = time.monotonic()
+                    if now - self._disk_said >= DISK_REPORT_S:
+                        self._disk_said = now
+                        log.error(
+                            "mqtt spool %s: %s; %d messages held in memory",
+                            self.spool.path,
+                            exc,
+                            len(self._unwritten),
+                        )
+            self.queued = self.spool.rows + len(self._unwritten)
 
     def counters(self) -> dict[str, Any]:
         waited = time.monotonic() - self._progress_at
@@ -208,12 +256,13 @@ class TablePublisher:
         return {"mqtt": {"broker": str(self.url), **self.counters()}}
 
     def attach(self, daemon: Any) -> TablePublisher:
-        """Publish what ``daemon`` decides: its lines with the match state and lamp, its events."""
+        """Publish what ``daemon`` decides: its lines with the match state and lamp, its events;
+        first, before it prints a line or drives the lamp (a line anyone saw is durable)."""
 
         def line(line: dict[str, Any]) -> None:
             self.line(line, match_state(daemon.referee_state), indicator_for(line))
 
-        daemon.also(line, self.event)
+        daemon.also(line, self.event, first=True)
         return self
 
     # -- life ------------------------------------------------------------------------------
@@ -248,6 +297,7 @@ class TablePublisher:
             ).wait_for_publish(1)
             self.client.disconnect()
         self.client.loop_stop()
+        self._write()  # what came after the publisher thread stopped: kept for the next start
         self.spool.close()
         self.refusals.flush()
 
@@ -288,21 +338,16 @@ class TablePublisher:
                 log.exception("mqtt publisher: %d messages not handled", len(items))
             if self._closing.is_set():
                 flush_until = flush_until or time.monotonic() + self._flush_s
-                idle = not self.connected or self.spool.rows == 0
+                idle = not self.connected or (self.spool.rows == 0 and not self._outbox)
                 if idle or time.monotonic() > flush_until:
                     break
 
     def _take(self, items: list[tuple[Any, ...]]) -> None:
-        batch: list[tuple[str, str, bool, int]] = []
         acked: list[int] = []
         commands: list[bytes] = []
         for item in items:
             what = item[0]
-            if what == "msg":
-                _, kind, obj, retain, policy, at = item
-                payload = with_key(dumps(obj, separators=(",", ":")), "at_unix", f"{at:.6f}")
-                batch.append((self._topic(kind), payload, retain, policy))
-            elif what == "ack":
+            if what == "ack":
                 handed = self._inflight.pop(item[1], None)
                 if handed is not None and item[2].is_failure:
                     self._refused(handed[1], item[2])
@@ -314,30 +359,18 @@ class TablePublisher:
                 self.connected = item[1]
             elif what == "cmd":
                 commands.append(item[1])
-        for payload in commands:  # after the messages: none of them waits on a command
-            batch.append(self._command(payload))
-        self._unwritten += batch
+        self._write()  # what the pipeline queued first: no message waits on a command
+        for payload in commands:
+            self._queue("command/result", self._command(payload), False, KEEP, time.time())
+        self._write()
         if acked:
             self._progress_at = time.monotonic()
             self.refused_why = None
-        try:
-            if acked:
+            try:
                 self.spool.done(acked)
                 self.sent += len(acked)
-            if self._unwritten:
-                self.spool.put(self._unwritten)
-                self._unwritten = []
-        except sqlite3.Error as exc:  # a full disk: kept in memory, tried again each tick
-            now = time.monotonic()
-            if now - self._disk_said >= DISK_REPORT_S:
-                self._disk_said = now
-                log.error(
-                    "mqtt spool %s: %s; %d messages held in memory",
-                    self.spool.path,
-                    exc,
-                    len(self._unwritten),
-                )
-        self.queued = self.spool.rows + len(self._unwritten)
+            except sqlite3.Error as exc:  # sent again after a restart: a duplicate, not a loss
+                log.error("mqtt spool %s: %s", self.spool.path, exc)
 
     def _refused(self, where: str, reason: Any) -> None:
         """The broker refused a message (MQTT 5 PUBACK): it stays in the spool, and from
@@ -381,8 +414,8 @@ class TablePublisher:
                 continue
             self._inflight[info.mid] = (row.seq, row.topic)
 
-    def _command(self, payload: bytes) -> tuple[str, str, bool, int]:
-        """A referee's control: checked, acted on once per id, its outcome published.
+    def _command(self, payload: bytes) -> dict[str, Any]:
+        """A referee's control: checked, acted on once per id; its outcome, to publish.
 
         Anyone who may write the command topic may be hostile: any payload
         costs only its own answer (the messages around it are already queued)."""
@@ -393,7 +426,7 @@ class TablePublisher:
             result = {"id": None, "ok": False, "error": "not handled (the table's log says why)"}
         if not result["ok"]:
             self.refusals.add("the command topic", str(result["error"]))
-        return (self._topic("command/result"), dumps(result), False, KEEP)
+        return result
 
     def _act(self, payload: bytes) -> dict[str, Any]:
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import secrets
 import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +59,9 @@ class Spool:
         except BlockingIOError:
             self._lock.close()
             raise OSError(f"{self.path}: in use by another daemon") from None
-        # check_same_thread off: opened by the caller, then used by the publisher thread only
+        # check_same_thread off: the pipeline thread writes a line (durable before the lamp),
+        # the publisher thread the rest; one at a time (``_use``)
+        self._use = threading.RLock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # survives the process's death
@@ -79,16 +82,17 @@ class Spool:
     def put(self, batch: list[tuple[str, str, bool, int]]) -> None:
         """``(topic, payload, retain, policy)`` each, in order, in one transaction: all or none
         (a full disk raises ``sqlite3.Error`` with the queue as it was)."""
-        rows, dropped, last = self.rows, self.dropped, self.last
-        db = self._db
-        db.execute("BEGIN")
-        try:
-            self._insert(batch)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            self.rows, self.dropped, self.last = rows, dropped, last
-            raise
+        with self._use:
+            rows, dropped, last = self.rows, self.dropped, self.last
+            db = self._db
+            db.execute("BEGIN")
+            try:
+                self._insert(batch)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                self.rows, self.dropped, self.last = rows, dropped, last
+                raise
 
     def _insert(self, batch: list[tuple[str, str, bool, int]]) -> None:
         db = self._db
@@ -115,30 +119,35 @@ class Spool:
 
     def after(self, seq: int, limit: int) -> list[Row]:
         """The oldest ``limit`` messages after ``seq``, in order."""
-        found = self._db.execute(
-            "SELECT seq, topic, payload, retain FROM queue WHERE seq > ? ORDER BY seq LIMIT ?",
-            (seq, limit),
-        )
+        with self._use:
+            found = self._db.execute(
+                "SELECT seq, topic, payload, retain FROM queue WHERE seq > ? ORDER BY seq LIMIT ?",
+                (seq, limit),
+            ).fetchall()
         return [Row(s, t, p, bool(r)) for s, t, p, r in found]
 
     def done(self, seqs: list[int]) -> None:
         """The broker has these (PUBACK): they leave the queue."""
-        self.rows -= self._db.execute(
-            f"DELETE FROM queue WHERE seq IN ({','.join('?' * len(seqs))})", seqs
-        ).rowcount
+        with self._use:
+            self.rows -= self._db.execute(
+                f"DELETE FROM queue WHERE seq IN ({','.join('?' * len(seqs))})", seqs
+            ).rowcount
 
     def message_id(self, seq: int) -> str:
         return f"{self.epoch}-{seq}"
 
     def command_result(self, command_id: str) -> str | None:
         """The outcome already given for a command id (a command acts once)."""
-        found = self._db.execute("SELECT result FROM commands WHERE id = ?", (command_id,))
-        row = found.fetchone()
+        with self._use:
+            found = self._db.execute("SELECT result FROM commands WHERE id = ?", (command_id,))
+            row = found.fetchone()
         return row[0] if row else None
 
     def remember_command(self, command_id: str, result: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO commands VALUES (?, ?)", (command_id, result))
+        with self._use:
+            self._db.execute("INSERT OR REPLACE INTO commands VALUES (?, ?)", (command_id, result))
 
     def close(self) -> None:
-        self._db.close()
+        with self._use:
+            self._db.close()
         self._lock.close()
