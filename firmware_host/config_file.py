@@ -23,12 +23,13 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .cliutil import RULES_SWITCHES, RULES_THRESHOLDS
+from .files import read_small
 
 SECRET_SHOWN = "***"
+MAX_BYTES = 1 << 20  # a config file is a few kB
 
 
 class ConfigError(Exception):
@@ -143,9 +144,11 @@ def toml_value(value: Any) -> str:
 
 
 def read(path: str) -> dict[str, Any]:
-    """The file as TOML; a missing file, non-UTF-8 text or a syntax error is a ConfigError."""
+    """The file as TOML; a missing file, one that is not a regular file of at most
+    ``MAX_BYTES`` (a FIFO, ``/dev/zero``), non-UTF-8 text, a syntax error or nesting
+    deeper than Python's recursion is a ConfigError."""
     try:
-        data = Path(path).read_bytes()
+        data = read_small(path, MAX_BYTES)
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
     try:
@@ -155,6 +158,8 @@ def read(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.start})") from None
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{path}: TOML nested too deeply to be a config file") from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         at = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)

@@ -30,6 +30,7 @@ from .pipeline import Step, check_press
 from .recorder import CaptureRecorder
 from .release_lag import SENSED, ReleaseLag
 from .transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
+from .untrusted import log_text
 
 log = logging.getLogger(__name__)
 
@@ -327,9 +328,8 @@ class Daemon:
             for rec in tables["LOG"]:
                 entry = record_message(rec)
                 level = LOG_LEVELS[min(entry.fields["level"], 3)]
-                log.log(
-                    level, "%s: %s", NODE_NAMES.get(entry.node, entry.node), entry.fields["text"]
-                )
+                text = log_text(str(entry.fields["text"]))  # a node's words: never a forged line
+                log.log(level, "%s: %s", NODE_NAMES.get(entry.node, entry.node), text)
 
     def _report_bad(self, outcome: Outcome) -> None:
         if outcome.bad is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections import Counter
@@ -32,13 +33,18 @@ from typing import Any
 
 MAX_DEPTH = 16  # the deepest message any edge sends is 4 levels (health's nodes)
 LOG_TEXT_MAX = 512  # characters of a peer's text in one log line
+LARGEST = 2**63  # no number any edge sends is this big (and a float of it is finite)
 BURST = 5  # refusals logged one by one per window, per kind of refusal ...
 WINDOW_S = 60.0  # ... then summed, by source, at the window's end
 SUMMARY_SOURCES = 20  # sources named in one summary line (the busiest first)
 
 
+NONE = type(None)
+Spec = dict[str, Any]  # field -> a tuple of types, a ListOf, or a Spec (an object or null)
+
+
 class Refused(ValueError):
-    """A payload not taken; ``str()`` says why (``"not JSON"``, ``"nested too deeply"``)."""
+    """A payload not taken; ``str()`` says why (``"invalid JSON"``, ``"nested too deeply"``)."""
 
 
 def _no_constant(name: str) -> Any:
@@ -56,7 +62,7 @@ def json_object(payload: bytes | str, max_bytes: int, max_depth: int = MAX_DEPTH
     except RecursionError:
         raise Refused("nested too deeply") from None
     except ValueError:  # not UTF-8, not JSON, an integer of thousands of digits
-        raise Refused("not JSON") from None
+        raise Refused("invalid JSON") from None
     if not isinstance(found, dict):
         raise Refused("not a JSON object")
     check_depth(found, max_depth)
@@ -74,6 +80,58 @@ def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
                 if depth >= max_depth:
                     raise Refused(f"nested deeper than {max_depth}")
                 stack.append((child, depth + 1))
+
+
+class ListOf:
+    """A field that is a list of these types (``rules``, ``problems``)."""
+
+    def __init__(self, *types: type) -> None:
+        self.types = types
+
+
+class DictOf:
+    """A field that is an object whose keys are all ``keys`` (a regular expression) and whose
+    values are all one spec: a tuple of types, or a Spec of an object (``nodes``)."""
+
+    def __init__(self, values: Any, keys: str = ".*") -> None:
+        self.values = values
+        self.keys = re.compile(keys)
+
+
+def check_shape(obj: dict[str, Any], spec: Spec, where: str = "") -> None:
+    """Each field ``spec`` names, where present, has one of its types (an absent one is
+    left to the reader, as the page does)."""
+    for name, want in spec.items():
+        if name not in obj:
+            continue
+        value, at = obj[name], f"{where}{name}"
+        if isinstance(want, dict):
+            if value is not None and not isinstance(value, dict):
+                raise Refused(f'"{at}" must be an object or null')
+            if value is not None:
+                check_shape(value, want, f"{at}.")
+        elif isinstance(want, DictOf):
+            if not isinstance(value, dict):
+                raise Refused(f'"{at}" must be an object')
+            for key, item in value.items():
+                if not want.keys.fullmatch(key):
+                    raise Refused(f'"{at}" has a key {key[:40]!r} it cannot have')
+                if isinstance(want.values, dict) and not isinstance(item, dict):
+                    raise Refused(f'"{at}.{key[:40]}" must be an object')
+                check_shape({key: item}, {key: want.values}, f"{at}.")
+        elif isinstance(want, ListOf):
+            if not isinstance(value, list) or not all(isinstance(v, want.types) for v in value):
+                raise Refused(f'"{at}" must be a list of {want.types[0].__name__}')
+        elif not isinstance(value, want) or (bool not in want and isinstance(value, bool)):
+            raise Refused(f'"{at}" must be {" or ".join(_name(t) for t in want)}')
+        elif isinstance(value, int | float) and not -LARGEST < value < LARGEST:
+            raise Refused(f'"{at}" is out of range')
+
+
+def _name(kind: type) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(
+        kind, "null" if kind is NONE else kind.__name__
+    )
 
 
 def log_text(text: str, limit: int = LOG_TEXT_MAX) -> str:

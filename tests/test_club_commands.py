@@ -24,7 +24,7 @@ def broker(tmp_path):
 
 
 CASES = [
-    (b"not json", "not JSON"),
+    (b"not json", "invalid JSON"),
     (b"[]", "not a JSON object"),
     (json.dumps({"id": 7, "token": TOKEN, "key": "accept"}), 'no "id" string'),
     (json.dumps({"id": "a", "token": TOKEN, "key": 5}), 'no "key" string'),

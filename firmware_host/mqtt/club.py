@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import paho.mqtt.client as mqtt
 
-from ..untrusted import Refusals, Refused, json_object
+from ..untrusted import NONE, ListOf, Refusals, Refused, Spec, check_shape, json_object
 from .publisher import Tls, client_for
 from .topics import PUBLISHED, ROOT, BrokerUrl, table_of, topic
 
@@ -51,15 +51,6 @@ STOP_S = 5.0  # close() waits this long for the network thread
 Listener = Callable[[str, str, dict[str, Any]], None]  # (table, kind, message)
 
 
-class ListOf:
-    """A field that is a list of these types (``rules``, ``problems``)."""
-
-    def __init__(self, *types: type) -> None:
-        self.types = types
-
-
-NONE = type(None)
-Spec = dict[str, Any]  # field -> a tuple of types, a ListOf, or a Spec (an object or null)
 VERDICT: Spec = {
     "kind": (str,),
     "verdict": (str,),
@@ -120,31 +111,6 @@ def check_link(web: str | None) -> None:
         raise Refused('"web" must be an http:// or https:// address')
     if not web.isprintable() or " " in web:
         raise Refused('"web" must be an address without spaces or control characters')
-
-
-def check_shape(obj: dict[str, Any], spec: Spec, where: str = "") -> None:
-    """Each field ``spec`` names, where present, has one of its types (an absent one is
-    left to the reader, as the page does)."""
-    for name, want in spec.items():
-        if name not in obj:
-            continue
-        value, at = obj[name], f"{where}{name}"
-        if isinstance(want, dict):
-            if value is not None and not isinstance(value, dict):
-                raise Refused(f'"{at}" must be an object or null')
-            if value is not None:
-                check_shape(value, want, f"{at}.")
-        elif isinstance(want, ListOf):
-            if not isinstance(value, list) or not all(isinstance(v, want.types) for v in value):
-                raise Refused(f'"{at}" must be a list of {want.types[0].__name__}')
-        elif not isinstance(value, want) or (bool not in want and isinstance(value, bool)):
-            raise Refused(f'"{at}" must be {" or ".join(_name(t) for t in want)}')
-
-
-def _name(kind: type) -> str:
-    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(
-        kind, "null" if kind is NONE else kind.__name__
-    )
 
 
 class Club:
