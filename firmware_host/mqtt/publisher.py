@@ -174,9 +174,10 @@ class TablePublisher:
         (WAL, no fsync: the kernel has it once the process dies); bench/durable_lamp.py
         measures it."""
         at = time.time()
-        self._queue("verdict", line, False, KEEP, at)
+        self._queue("verdict", line, False, KEEP, at, wake=False)  # written below, here
         if lamp is not None:
-            self.lamp(lamp.state, lamp.rule, line["t_us"])
+            self._lamp = {"state": lamp.state, "rule": lamp.rule, "t_us": line["t_us"]}
+            self._queue("lamp", self._lamp, False, DROPPABLE, at, wake=False)
         if line.get("kind") == "verdict":
             self._last_verdict = line
         retained = {
@@ -187,7 +188,7 @@ class TablePublisher:
             "web": self.web,
             "t_us": line["t_us"],
         }
-        self._queue("state", retained, True, LATEST, at)
+        self._queue("state", retained, True, LATEST, at, wake=False)
         self._write()
 
     def event(self, event: dict[str, Any]) -> None:
@@ -204,11 +205,14 @@ class TablePublisher:
         health = {**status, "problems": problems, "web": self.web, "mqtt": self.counters()}
         self._queue("health", health, False, LATEST, time.time())
 
-    def _queue(self, kind: str, obj: Any, retain: bool, policy: int, at: float) -> None:
+    def _queue(
+        self, kind: str, obj: Any, retain: bool, policy: int, at: float, wake: bool = True
+    ) -> None:
         """Into the outbox (in order), and wake the publisher thread to write it."""
         with self._outbox_lock:
             self._outbox.append((kind, obj, retain, policy, at))
-        self._inbox.put(("wake",))
+        if wake:
+            self._inbox.put(("wake",))
 
     def _write(self) -> None:
         """The outbox into the spool, in order, in one transaction (either thread).
