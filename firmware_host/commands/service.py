@@ -25,6 +25,8 @@ EXAMPLES = """\
   sudo systemctl daemon-reload && sudo systemctl enable --now firmware-host
 """
 
+NOFILE = 2048  # descriptors: the page's connection cap and the daemon's reserve, with room
+
 UNIT = """\
 # firmware-host: the referee of a Russian billiards table (docs/service.md)
 # Save as /etc/systemd/system/firmware-host.service, then:
@@ -51,6 +53,9 @@ ExecStart={python} -m firmware_host run --config {config} --status %S/firmware-h
 WatchdogSec={watchdog}
 Restart=on-failure
 RestartSec=2
+# The page holds at most 512 connections, and 128 descriptors stay the daemon's own
+# (recording parts, the spool, the status file, its children's pipes): docs/security.md
+LimitNOFILE={nofile}
 NoNewPrivileges=yes
 ProtectSystem=strict
 ProtectHome=read-only
@@ -101,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             config=shlex.quote(args.unit_config),
             user=args.user,
             watchdog=f"{args.watchdog:g}",
+            nofile=NOFILE,
         )
     )
     return 0
