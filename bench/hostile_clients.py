@@ -36,11 +36,15 @@ class Tally:
         self.most_streams = 0
         self.messages = 0
         self.started = time.monotonic()
+        # Set at the end, before the tasks are cancelled: Python 3.11's wait_for can swallow
+        # a cancellation (the read finishing as it is cancelled), and a task that kept looping
+        # held the gather, and the tally, for ever.
+        self.stopping = False
 
 
 async def stream(host: str, port: int, tally: Tally, retry_s: float) -> None:
     """One page's event stream, opened again whenever the server refuses or drops it."""
-    while True:
+    while not tally.stopping:
         try:
             reader, writer = await asyncio.open_connection(host, port)
         except OSError:
@@ -74,7 +78,7 @@ async def stream(host: str, port: int, tally: Tally, retry_s: float) -> None:
 
 async def slow(host: str, port: int, tally: Tally, trickle_s: float, retry_s: float) -> None:
     """A request that never finishes: a header byte now and then, for ever."""
-    while True:
+    while not tally.stopping:
         try:
             reader, writer = await asyncio.open_connection(host, port)
         except OSError:
@@ -84,7 +88,7 @@ async def slow(host: str, port: int, tally: Tally, trickle_s: float, retry_s: fl
         opened = time.monotonic()
         try:
             writer.write(b"GET / HTTP/1.1\r\nX-Slow: ")
-            while not reader.at_eof():
+            while not reader.at_eof() and not tally.stopping:
                 try:
                     answer = await asyncio.wait_for(reader.read(4096), trickle_s)
                 except TimeoutError:
@@ -124,9 +128,10 @@ async def main_async(args: argparse.Namespace) -> Tally:
         await asyncio.wait_for(stop.wait(), args.seconds)
     except TimeoutError:
         pass
+    tally.stopping = True
     for task in tasks:
         task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.wait(tasks, timeout=10)
     return tally
 
 
