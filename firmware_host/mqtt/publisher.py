@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 WINDOW = 200  # messages handed to paho and not yet acknowledged
 TICK_S = 0.05  # the publisher thread looks at the spool at least this often
+CHECKPOINT_S = 5.0  # the spool's write-ahead log is copied into its file this often
 KEEPALIVE_S = 5  # a broker gone silent is noticed within 1.5 x this
 RECONNECT_S = (0.2, 2.0)  # paho's reconnection back-off, first and longest
 DISK_REPORT_S = 60.0  # a spool that cannot be written is logged at most this often
@@ -326,6 +327,7 @@ class TablePublisher:
 
     def _run(self) -> None:
         flush_until = None
+        checkpoint_at = time.monotonic() + CHECKPOINT_S
         while True:
             items = []
             try:
@@ -338,6 +340,9 @@ class TablePublisher:
                 self._take(items)
                 if self.connected:
                     self._send()
+                if time.monotonic() >= checkpoint_at:  # here: never on the pipeline thread
+                    checkpoint_at = time.monotonic() + CHECKPOINT_S
+                    self.spool.checkpoint()
             except Exception:  # a bug here must not end the table's publishing for good
                 log.exception("mqtt publisher: %d messages not handled", len(items))
             if self._closing.is_set():
