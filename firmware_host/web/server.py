@@ -191,7 +191,10 @@ class WebServer:
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
-        await response.prepare(request)
+        try:
+            await response.prepare(request)
+        except ConnectionResetError:  # gone before its headers went (seen under load): no
+            return response  # traceback for one client's leaving
         stream = self.feed.subscribe()
         try:
             snapshot = json.dumps(self.feed.snapshot(), separators=(",", ":"))
