@@ -25,8 +25,9 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
+
+from web_latency import start_page
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = ROOT / "bench" / "hostile_clients.py"
@@ -38,23 +39,10 @@ TARGET = 1.1
 def one_match(minutes: float, seed: int, clients: tuple[int, int] | None) -> dict:
     """One real-time match on ``run --web``; with ``clients`` (streams, slow) on its page."""
     with tempfile.TemporaryDirectory() as folder:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", "--json",
-             "--speed", "1", "--minutes", str(minutes), "--seed", str(seed),
-             "--record", folder, "--referee-token", "bench-referee-token"],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        proc, url, err, reader = start_page(
+            ["--json", "--speed", "1", "--minutes", str(minutes), "--seed", str(seed),
+             "--record", folder, "--referee-token", "bench-referee-token"]
         )  # fmt: skip
-        assert proc.stderr is not None
-        url = None
-        for line in proc.stderr:
-            if "live page: " in line:
-                url = line.split("live page: ")[1].split()[0]
-                break
-        if url is None:
-            raise SystemExit("the daemon did not start its page")
-        err: list[str] = []
-        reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
-        reader.start()
         hostile = None
         if clients is not None:
             hostile = subprocess.Popen(
