@@ -122,8 +122,10 @@ class WebServer:
                         reuse_address=True,
                     )
                 )
-            except OSError as exc:
-                self._error = exc
+            except OSError as exc:  # (a port in use): the loop closed here, not at exit, where
+                self._error = exc  # its __del__ printed a traceback after the one-line error
+                loop.run_until_complete(runner.cleanup())
+                loop.close()
                 ready.set()
                 return
             self.port = listening.sockets[0].getsockname()[1]
