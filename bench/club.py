@@ -1,6 +1,6 @@
 """A club on one broker: N virtual tables at S x real time on one Mosquitto on this machine.
 
-It starts Mosquitto on a free 127.0.0.1 port, subscribes to club/# as the
+It starts Mosquitto on a free 127.0.0.1 port, subscribes to every table as the
 club page does (a persistent session, duplicates dropped by msg_id), runs
 ``firmware-host club-sim`` against it, and reports:
 

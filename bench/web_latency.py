@@ -37,12 +37,12 @@ def _reader(url: str) -> None:
         pass
 
 
-def measure(minutes: float, seed: int, clients: int) -> dict:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_report import chromium  # Debian's chromium, driven the way the tests drive it
-
-    command = [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0"]
-    command += ["--speed", "1", "--minutes", str(minutes), "--seed", str(seed), "--json"]
+def start_page(
+    options: list[str],
+) -> tuple[subprocess.Popen[str], str, list[str], threading.Thread]:
+    """``run --web`` on any free port with ``options``: the process, its page's address, its
+    stderr's lines as they come, and the thread that reads them (also bench/hostile_load.py)."""
+    command = [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", *options]
     proc = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
@@ -55,7 +55,17 @@ def measure(minutes: float, seed: int, clients: int) -> dict:
     if url is None:
         raise SystemExit("the daemon did not start its page")
     err: list[str] = []
-    threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True).start()
+    reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
+    reader.start()
+    return proc, url, err, reader
+
+
+def measure(minutes: float, seed: int, clients: int) -> dict:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_report import chromium  # Debian's chromium, driven the way the tests drive it
+
+    options = ["--speed", "1", "--minutes", str(minutes), "--seed", str(seed), "--json"]
+    proc, url, err, _ = start_page(options)
     for _ in range(clients):
         threading.Thread(target=_reader, args=(url,), daemon=True).start()
     browser = chromium()

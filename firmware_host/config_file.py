@@ -23,12 +23,13 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .cliutil import RULES_SWITCHES, RULES_THRESHOLDS
+from .files import read_small
 
 SECRET_SHOWN = "***"
+MAX_BYTES = 1 << 20  # a config file is a few kB
 
 
 class ConfigError(Exception):
@@ -84,13 +85,20 @@ KEYS: tuple[Key, ...] = (
     Key("virtual", "minutes", "minutes"),
     Key("virtual", "speed", "speed"),
     Key("virtual", "sensors", "sensors"),
-    Key("table", "id", "table_id", example='"club-table-1"'),
-    Key("mqtt", "url", "mqtt", example='"mqtt://broker.hall:1883"'),
-    Key("mqtt", "username", "mqtt_username", example='"table-1"'),
+    Key("table", "id", "table_id", example='"t1"'),
+    Key("mqtt", "url", "mqtt", example='"mqtts://broker.hall"'),
+    Key(
+        "mqtt",
+        "username",
+        "mqtt_username",
+        help="the broker user; default: the table id, which the club's ACL needs "
+        "(docs/club/mosquitto.acl lets a table's user write only club/<user>/...)",
+        example='"t1"',
+    ),
     Key("mqtt", "password", "mqtt_password", secret=True, example='"..."'),
     Key("mqtt", "ca", "mqtt_ca", example='"/etc/firmware-host/club-ca.crt"'),
-    Key("mqtt", "cert", "mqtt_cert", example='"/etc/firmware-host/table-1.crt"'),
-    Key("mqtt", "key", "mqtt_key", example='"/etc/firmware-host/table-1.key"'),
+    Key("mqtt", "cert", "mqtt_cert", example='"/etc/firmware-host/t1.crt"'),
+    Key("mqtt", "key", "mqtt_key", example='"/etc/firmware-host/t1.key"'),
     Key("mqtt", "spool", "mqtt_spool", example='"/var/lib/firmware-host/mqtt.sqlite"'),
     Key("mqtt", "spool_max", "mqtt_spool_max"),
 )
@@ -143,9 +151,11 @@ def toml_value(value: Any) -> str:
 
 
 def read(path: str) -> dict[str, Any]:
-    """The file as TOML; a missing file, non-UTF-8 text or a syntax error is a ConfigError."""
+    """The file as TOML; a missing file, one that is not a regular file of at most
+    ``MAX_BYTES`` (a FIFO, ``/dev/zero``), non-UTF-8 text, a syntax error or nesting
+    deeper than Python's recursion is a ConfigError."""
     try:
-        data = Path(path).read_bytes()
+        data = read_small(path, MAX_BYTES)
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
     try:
@@ -155,6 +165,8 @@ def read(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.start})") from None
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{path}: TOML nested too deeply to be a config file") from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         at = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)

@@ -30,6 +30,7 @@ from .pipeline import Step, check_press
 from .recorder import CaptureRecorder
 from .release_lag import SENSED, ReleaseLag
 from .transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
+from .untrusted import log_text
 
 log = logging.getLogger(__name__)
 #: The referee's presses: an audit record, told at INFO whatever the verbosity (``run`` sets
@@ -150,10 +151,15 @@ class Daemon:
         pipeline = self.pipeline
         return pipeline.referee.state if pipeline is not None else self._state
 
-    def also(self, on_line: Sink, on_event: Sink) -> None:
+    def also(self, on_line: Sink, on_event: Sink, *, first: bool = False) -> None:
         """Hand every line and event to one more edge too (the live page, the broker), after
-        the sinks already there; called before :meth:`run`."""
+        the sinks already there (``first``: before them, as the broker's durable spool
+        wants: a line is printed, and the lamp driven, only once it is kept); called
+        before :meth:`run`."""
         line_sinks, event_sinks = self.on_line, self.on_event
+        if first:
+            line_sinks, on_line = on_line, line_sinks
+            event_sinks, on_event = on_event, event_sinks
 
         def line(line: dict[str, Any]) -> None:
             line_sinks(line)
@@ -344,9 +350,8 @@ class Daemon:
             for rec in tables["LOG"]:
                 entry = record_message(rec)
                 level = LOG_LEVELS[min(entry.fields["level"], 3)]
-                log.log(
-                    level, "%s: %s", NODE_NAMES.get(entry.node, entry.node), entry.fields["text"]
-                )
+                text = log_text(str(entry.fields["text"]))  # a node's words: never a forged line
+                log.log(level, "%s: %s", NODE_NAMES.get(entry.node, entry.node), text)
 
     def _report_bad(self, outcome: Outcome) -> None:
         if outcome.bad is not None:

@@ -53,6 +53,7 @@ from typing import BinaryIO, Self
 
 import numpy as np
 
+from .files import is_regular
 from .transport import Chunk
 
 log = logging.getLogger(__name__)
@@ -92,10 +93,12 @@ def read_sent(part_path: str | Path) -> list[SentFrame]:
     A record cut short by a crash at the file's end is left out.
     """
     path = Path(part_path).with_suffix(SENT_SUFFIX)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists():
         return []
+    if not is_regular(path):  # a FIFO would hang the read, a directory end it
+        log.warning("%s: not a regular file: the host frames it should hold are not read", path)
+        return []
+    raw = path.read_bytes()
     out, at = [], 0
     while at + _TX_HEAD.size <= len(raw):
         rx_offset, host_ns, length = _TX_HEAD.unpack_from(raw, at)
@@ -244,8 +247,8 @@ class CaptureRecorder:
                 self.sent_lost += 1
                 return
             try:
-                if self._tx is None:
-                    self._tx = open(self.path.with_suffix(SENT_SUFFIX), "ab")  # noqa: SIM115
+                if self._tx is None:  # "x": never through a file (or symlink) already there
+                    self._tx = open(self.path.with_suffix(SENT_SUFFIX), "xb")  # noqa: SIM115
                 self._tx.write(_TX_HEAD.pack(self._part_bytes, host_tx_ns, len(frame)) + frame)
             except OSError as exc:
                 self._fail(exc, 0)

@@ -84,16 +84,37 @@ def test_each_table_writes_only_its_topics_and_reads_only_its_commands(secured):
         club.publish("club/t1/command", "from the club page")
         club.publish("club/t1/verdict", "forged by the page")  # dropped
         board.publish("club/t1/command", "from the scoreboard")  # dropped
-        wait_for(lambda: len(club.got) >= 2 and t1.got, 10, "the allowed messages")
+        wait_for(lambda: club.got and t1.got, 10, "the allowed messages")
         time.sleep(1.0)  # and nothing refused arrives after them
         seen = {(topic, payload.decode()) for topic, payload in club.got}
-        assert seen == {
-            ("club/t1/verdict", "t1's own verdict"),
-            ("club/t1/command", "from the club page"),
-        }
+        assert seen == {("club/t1/verdict", "t1's own verdict")}  # a command: its table's only
         assert {(t, p.decode()) for t, p in board.got} == seen
         assert [(t, p.decode()) for t, p in t1.got] == [("club/t1/command", "from the club page")]
         assert t2.got == []
     finally:
         for client in (t1, t2, club, board, anonymous, wrong):
+            client.close()
+
+
+def test_no_one_but_the_table_reads_its_referee_token(secured):
+    """The read-only scoreboard (and the club page's own user) never read a command: it
+    carries the referee's token, which works on the table's own page too (issue 23)."""
+    t1, club, board = Client(secured, "t1"), Client(secured, "club"), Client(secured, "scoreboard")
+    try:
+        for reader in (club, board):
+            reader.subscribe("club/#")
+            reader.subscribe("club/+/command")
+        t1.subscribe("club/t1/command")
+        time.sleep(0.5)
+        club.publish("club/t1/command", '{"id": "1", "token": "tok-table-1-secret"}')
+        t1.publish("club/t1/command/result", '{"id": "1", "ok": true}')
+        t1.publish("club/t1/verdict", "a verdict")
+        wait_for(lambda: t1.got and len(board.got) >= 2 and len(club.got) >= 2, 10, "messages")
+        time.sleep(1.0)  # and nothing refused arrives after them
+        assert [p for _, p in t1.got] == [b'{"id": "1", "token": "tok-table-1-secret"}']
+        for reader in (club, board):
+            assert {t for t, _ in reader.got} == {"club/t1/command/result", "club/t1/verdict"}
+            assert not any(b"tok-table-1-secret" in p for _, p in reader.got)
+    finally:
+        for client in (t1, club, board):
             client.close()

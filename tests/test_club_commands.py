@@ -24,8 +24,9 @@ def broker(tmp_path):
 
 
 CASES = [
-    (b"not json", "not a JSON object"),
-    (b"[]", 'no "id" string'),
+    (b"not json", "invalid JSON"),
+    (b"[]", "not a JSON object"),
+    (json.dumps({"id": 7, "token": TOKEN, "key": "accept"}), 'no "id" string'),
     (json.dumps({"id": "a", "token": TOKEN, "key": 5}), 'no "key" string'),
     (json.dumps({"id": "b", "token": TOKEN, "key": "accept", "arg": "x"}), '"arg" must be an integer'),
     (json.dumps({"id": "c", "token": 123, "key": "accept"}), 'refused: "token" must be a string'),

@@ -138,3 +138,19 @@ def test_one_daemon_per_spool(tmp_path):
         Spool(tmp_path / "q.sqlite")
     first.close()
     Spool(tmp_path / "q.sqlite").close()  # free again once the first has gone
+
+
+def test_a_put_never_checkpoints_the_log_the_publisher_thread_does(tmp_path):
+    """A verdict's put runs on the pipeline thread before the lamp: the commit that crossed
+    SQLite's 1 000-page mark also copied the log into the file and synced both (tens of
+    ms).  Puts only append to the log; ``checkpoint`` (the publisher thread's) copies it."""
+    path = tmp_path / "q.sqlite"
+    spool = Spool(path, max_rows=10_000)
+    before = path.stat().st_size
+    for n in range(1500):  # 6 MB: past 1 000 pages of 4 kB
+        spool.put([("club/t1/event", json.dumps({"n": n, "pad": "x" * 4000}), False, DROPPABLE)])
+    assert path.stat().st_size == before
+    assert path.with_name("q.sqlite-wal").stat().st_size > 4_000_000
+    spool.checkpoint()
+    assert path.stat().st_size > 4_000_000
+    spool.close()

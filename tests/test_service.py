@@ -304,6 +304,13 @@ def test_service_install_prints_a_notify_unit_with_this_python_and_the_config():
         ),
     ):
         assert line in unit.splitlines(), line
+    # sized for the page's connection cap and the descriptors the daemon keeps for itself
+    # (issue 23: the unit set none, and slow connections took the recording's)
+    from firmware_host.web.guard import RESERVE_FDS
+    from firmware_host.web.server import MAX_CONNECTIONS
+
+    nofile = next(int(x.split("=")[1]) for x in unit.splitlines() if x.startswith("LimitNOFILE="))
+    assert nofile >= MAX_CONNECTIONS + RESERVE_FDS + 256
 
 
 def _final_verdicts(path: Path) -> list[dict]:

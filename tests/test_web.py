@@ -181,7 +181,9 @@ def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_toke
         )
         notices = [line for line in daemon.lines if line.get("rules") == ["13"]]
         assert len(notices) == 1 and notices[0]["reason"].startswith("frame 2:")
-        refusals = [line for line in daemon.err if "referee control from" in line]
+        refusals = [
+            line for line in daemon.err if "refused from 127.0.0.1: referee control" in line
+        ]
         assert len(refusals) == 3 and "no token" in refusals[0]
         browser.save_screenshot(str(DOCS_SHOT))
         # a phone: one column, nothing wider than the screen, the table still drawn

@@ -1,6 +1,7 @@
 """The club's page: every table on the broker at once, in a browser.
 
-It subscribes to club/# on the broker (a persistent session, so that nothing
+It subscribes to every table's club/+/verdict, state, … (never a command: those carry
+the referee's token) on the broker (a persistent session, so that nothing
 is missed while it restarts) and serves a page with a card per table: its
 match state, its last verdicts with their rules, the lamp, its health and
 whether it is online (a table that vanishes is marked OFFLINE by its last

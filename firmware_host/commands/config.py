@@ -13,7 +13,9 @@ start without one (--virtual, given to both, plays the virtual table).
 
 config example prints a commented file with every key, its meaning and its
 default; run's options given to it set their keys (config example --port
-/dev/serial/by-id/... writes a file that config check accepts).
+/dev/serial/by-id/... writes a file that config check accepts).  A file that is
+valid but cannot work with the club's documented broker (docs/club.md: the broker
+user is the table id) is said on stderr, exit status 1.
 """
 
 from __future__ import annotations
@@ -59,4 +61,26 @@ def run(args: argparse.Namespace) -> int:
         return 0
     check_link(args)
     sys.stdout.write("".join(f"{line}\n" for line in effective(args)))
+    warning = club_user_warning(args)
+    if warning:
+        sys.stderr.write(f"firmware-host config: {args.config}: {warning}\n")
+        return 1
     return 0
+
+
+def club_user_warning(args: argparse.Namespace) -> str | None:
+    """A broker user that is not the table id: on the documented ACL (a table's user writes
+    only club/<user>/...) the broker refuses every message the table publishes."""
+    if args.mqtt is None or args.table_id is None:
+        return None
+    from ..mqtt.topics import broker_url
+
+    user = args.mqtt_username or broker_url(args.mqtt).username
+    if user is None or user == args.table_id:
+        return None
+    return (
+        f"[mqtt] username {user!r} is not the table id {args.table_id!r}: the club's ACL "
+        f"(docs/club/mosquitto.acl) lets a table's user write only club/<user>/..., so the "
+        f"broker would refuse every message of club/{args.table_id}/ (leave username out: "
+        "it defaults to the table id)"
+    )

@@ -12,10 +12,12 @@ which verdicts would change against a baseline (docs/regress.md).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 SETS = ("full", "middle", "minimum")
+CORPUS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 def _sets(text: str) -> list[str]:
@@ -141,6 +143,12 @@ def run(args: argparse.Namespace) -> int:
     from ..cliutil import UsageError
 
     corpus = args.corpus or CORPUS
+    name = Path(args.capture).name
+    if not CORPUS_NAME.fullmatch(name):
+        raise UsageError(
+            f"{args.capture!r}: a corpus capture is named with letters, digits, '.', '_' and "
+            "'-', starting with a letter or digit (it names files others will list and commit)"
+        )
     try:
         added = add(Path(args.capture), corpus, args.sensors, args.force)
     except OSError as exc:

@@ -44,12 +44,19 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..cliutil import read_binary
+    from ..files import not_an_input, replace_atomically
     from ..linktools.pcap import write_pcapng
     from ..linktools.recording import CUT, load
 
     if args.capture == "-":
         raise UsageError("CAPTURE: a file (its .rxt and .tx beside it are read too), not -")
     output = args.output or str(Path(args.capture).with_suffix(".pcapng"))
+    base = Path(args.capture)
+    inputs = [base, base.with_suffix(".rxt"), base.with_suffix(".tx")]
+    try:
+        not_an_input(output, inputs)
+    except OSError as exc:
+        raise UsageError(f"--output {output}: {exc}") from None
     recording = load(args.capture, read_binary(args.capture))
     said = [time.monotonic()]
 
@@ -58,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
             said[0] = time.monotonic()
             sys.stderr.write(f"firmware-host pcap: {done} of {total} packets\n")
 
-    try:
-        with open(output, "wb") as out:
+    try:  # never over its own input, never through a symlink: a new file renamed into place
+        with replace_atomically(output, inputs) as out:
             packets = write_pcapng(recording, out, args.capture, progress)
     except OSError as exc:
         raise UsageError(f"--output {output}: {exc.strerror or exc}") from None

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..cliutil import read_binary, rules_config
+    from ..files import not_an_input, replace_atomically
     from ..pipeline import Pipeline, replay
 
     try:
@@ -44,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     if args.output is None:
         raise UsageError("-o FILE: where to write the report is needed")
+    inputs = [] if args.capture == "-" else [args.capture]
+    try:
+        not_an_input(args.output, inputs)
+    except OSError as exc:
+        raise UsageError(f"-o {args.output}: {exc}") from None
     data = read_binary(args.capture)
     rules = rules_config(args)
     pipe = Pipeline(rules)
@@ -69,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
         rules,
         progress,
     )
-    try:
-        Path(args.output).write_text(page, encoding="utf-8")
+    try:  # never over its own input, never through a symlink: a new file renamed into place
+        with replace_atomically(args.output, inputs) as out:
+            out.write(page.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"-o {args.output}: cannot write it: {exc.strerror or exc}") from None
     return 0

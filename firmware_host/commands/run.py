@@ -724,11 +724,18 @@ class _Healths:
 def _health(daemon: Any, status: str | None, record: Any, *feeds: Any) -> Any:
     """The status file (``--status``), systemd's READY and watchdog (``$NOTIFY_SOCKET``),
     and the health for the page (``--web``) and the broker (``--mqtt``)."""
-    from ..service.health import HealthMonitor
+    from ..service.health import HealthMonitor, check_status_path
     from ..service.notify import Notifier
 
+    if status is not None:
+        try:
+            check_status_path(status)
+        except ValueError as exc:
+            raise UsageError(f"--status {exc}") from None
     wanted = [f for f in feeds if f is not None]
-    return HealthMonitor(daemon, status, Notifier(), record, _Healths(wanted) if wanted else None)
+    facts = [f.facts for f in wanted if hasattr(f, "facts")]  # the publisher's, for status
+    healths = _Healths(wanted) if wanted else None
+    return HealthMonitor(daemon, status, Notifier(), record, healths, facts)
 
 
 def _check_club(args: argparse.Namespace) -> None:

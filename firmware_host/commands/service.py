@@ -33,6 +33,8 @@ EXAMPLES = """\
   firmware-host service install --udev | sudo tee /etc/udev/rules.d/60-firmware-host.rules
 """
 
+NOFILE = 2048  # descriptors: the page's connection cap and the daemon's reserve, with room
+
 UNIT = """\
 # firmware-host: the referee of a Russian billiards table (docs/service.md)
 # Save as /etc/systemd/system/firmware-host.service, then:
@@ -63,6 +65,9 @@ Restart=always
 RestartSec=2
 RestartPreventExitStatus=2
 SuccessExitStatus=130 143
+# The page holds at most 512 connections, and 128 descriptors stay the daemon's own
+# (recording parts, the spool, the status file, its children's pipes): docs/security.md
+LimitNOFILE={nofile}
 NoNewPrivileges=yes
 ProtectSystem=strict
 ProtectHome=read-only
@@ -136,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             config=shlex.quote(args.unit_config),
             user=args.user,
             watchdog=f"{args.watchdog:g}",
+            nofile=NOFILE,
         )
     )
     return 0

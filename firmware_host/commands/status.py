@@ -12,7 +12,6 @@ status file, so that a monitoring system can call it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -50,18 +49,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..service.health import problems
+    from ..files import NotAFile, read_small
+    from ..service.health import MAX_STATUS_BYTES, problems, read_status
+    from ..untrusted import Refused
 
     try:
-        status = json.loads(Path(args.file).read_text())
+        status = read_status(read_small(args.file, MAX_STATUS_BYTES))
+    except (Refused, NotAFile) as exc:
+        raise UsageError(f"{args.file}: not a status file ({exc})") from None
     except OSError as exc:
         raise UsageError(
             f"{args.file}: {exc.strerror or exc} (is the daemon running with --status?)"
         ) from None
-    except ValueError:
-        raise UsageError(f"{args.file}: not a status file (invalid JSON)") from None
-    if not isinstance(status, dict):
-        raise UsageError(f"{args.file}: not a status file")
     found = problems(status, time.time())
     if args.json:
         sys.stdout.write(dumps({**status, "problems": found}) + "\n")
@@ -79,18 +78,18 @@ def describe(status: dict[str, Any], found: list[str]) -> list[str]:
         f"link: {status.get('link')} on {status.get('port')}, {status.get('link_losses', 0)} "
         f"losses, {status.get('hub_reboots', 0)} hub reboots"
     )
-    for n, node in sorted(status.get("nodes", {}).items(), key=lambda kv: int(kv[0])):
+    for n, node in sorted((status.get("nodes") or {}).items(), key=lambda kv: int(kv[0])):
         heard = node.get("last_frame_age_s")
         when = "never heard" if heard is None else f"last frame {heard:.1f} s ago"
         absent = "" if node.get("present") else " (not in the hub's HELLO)"
         lines.append(f"node {n} ({node.get('name')}): {when}{absent}")
-    frames = status.get("frames", {})
+    frames = status.get("frames") or {}
     lines.append(
         f"frames: {frames.get('good', 0)} good, {frames.get('bad', 0)} bad "
         f"({frames.get('bad_per_min', 0)}/min), {frames.get('lost', 0)} lost "
         f"({frames.get('lost_per_min', 0)}/min)"
     )
-    clock = status.get("clock", {})
+    clock = status.get("clock") or {}
     lines.append(
         "clock mapping: "
         + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in clock.items() if k != "per_min")
@@ -106,6 +105,13 @@ def describe(status: dict[str, Any], found: list[str]) -> list[str]:
         lines.append(f"recording: {rec['dir']}: {rec['error']}")
     else:
         lines.append(f"recording: {rec['dir']}, {rec['free_bytes'] / 2**30:.1f} GiB free")
+    mqtt = status.get("mqtt")
+    if mqtt:
+        lines.append(
+            f"club broker: {mqtt.get('broker')} "
+            f"{'connected' if mqtt.get('connected') else 'not connected'}, "
+            f"{mqtt.get('queued')} queued, {mqtt.get('sent')} sent, {mqtt.get('refused')} refused"
+        )
     last = status.get("last_verdict")
     if last:
         rules = ", ".join(last.get("rules") or ()) or last.get("satisfied") or ""

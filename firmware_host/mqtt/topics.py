@@ -8,10 +8,12 @@
 * ``health``: the daemon's status (``firmware-host status``'s facts and problems), 1 Hz;
 * ``state`` (retained): the match state, the last verdict, the lamp, the table's live page;
 * ``online`` (retained): ``{"online": true, ...}`` on connect, ``false`` by the last will;
-* ``command``: the referee's controls for this table; ``command/result``: their outcome.
+* ``command``: the referee's controls for this table (with the referee's token: only the
+  club page writes it and only this table reads it); ``command/result``: their outcome.
 
 Every payload is one JSON object with ``"msg_id"``: unique per message, the
-same when a message is delivered twice, so consumers drop duplicates.
+same when a message is delivered twice (then the same bytes, by which consumers drop
+duplicates: an id alone can be forged).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ ROOT = "club"
 DEFAULT_PORT = 1883
 DEFAULT_TLS_PORT = 8883
 KINDS = ("verdict", "event", "lamp", "health", "state", "online", "command", "command/result")
+#: what a reader (the club page, a scoreboard) subscribes to: never ``command``, which carries
+#: the referee's token for its table alone (docs/club/mosquitto.acl lets no one else read it)
+PUBLISHED = tuple(k for k in KINDS if k != "command")
 
 
 def topic(table: str, kind: str) -> str:

@@ -15,10 +15,15 @@ part cut mid-frame is one bad frame.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from ..files import is_regular
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -32,9 +37,19 @@ class Resumed:
 
 
 def todays_parts(folder: str | Path, now: datetime | None = None) -> list[Path]:
-    """The recording parts of today's UTC date in ``folder``, in stream order."""
+    """The recording parts of today's UTC date in ``folder``, in stream order.
+
+    Only regular files: a directory or a FIFO named like a part (left by hand, or
+    planted) is said and skipped; reading it crashed the start into a restart loop, or
+    hung it."""
     day = (now or datetime.now(UTC)).strftime("%Y%m%d")
-    return sorted(Path(folder).glob(f"capture-{day}-*.bin"))
+    parts = []
+    for path in sorted(Path(folder).glob(f"capture-{day}-*.bin")):
+        if is_regular(path):
+            parts.append(path)
+        else:
+            log.warning("%s: named like a recording part but not a file: not replayed", path)
+    return parts
 
 
 def resume(pipeline: Any, parts: list[Path]) -> Resumed:

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..files import is_regular
+
 log = logging.getLogger(__name__)
 
 EVERY_S = 60.0
@@ -43,7 +45,9 @@ def prune(
     """Delete the oldest parts older than ``keep_days`` or beyond ``keep_bytes`` in all;
     returns what was deleted."""
     busy = {p.resolve() for p in writing}
-    parts = [p for p in sorted(folder.glob("capture-*.bin")) if p.resolve() not in busy]
+    parts = [
+        p for p in sorted(folder.glob("capture-*.bin")) if p.resolve() not in busy and is_regular(p)
+    ]
     sizes = {p: _size(p) for p in parts}
     total = sum(sizes.values()) + sum(_size(p) for p in busy if p.exists())
     gone = []
