@@ -16,9 +16,9 @@ PATH_TOLERANCE_MM = 2.0
 
 
 @njit(cache=True)
-def simplify(x: np.ndarray, y: np.ndarray, tol: float, keep: np.ndarray) -> int:
+def simplify(xs: np.ndarray, ys: np.ndarray, tolerance: float, keep: np.ndarray) -> int:
     """Mark in ``keep`` the points of the polyline a 2-D Douglas-Peucker keeps; returns how many."""
-    n = len(x)
+    n = len(xs)
     keep[:n] = False
     if n == 0:
         return 0
@@ -33,18 +33,18 @@ def simplify(x: np.ndarray, y: np.ndarray, tol: float, keep: np.ndarray) -> int:
         a, b = stack[top, 0], stack[top, 1]
         if b - a < 2:
             continue
-        dx, dy = x[b] - x[a], y[b] - y[a]
+        dx, dy = xs[b] - xs[a], ys[b] - ys[a]
         norm2 = dx * dx + dy * dy
         worst, at = -1.0, -1
         for i in range(a + 1, b):
             # distance to the chord as a segment: a ball that runs into a cushion and back
             # along the same line must keep its turning point
-            u = ((x[i] - x[a]) * dx + (y[i] - y[a]) * dy) / norm2 if norm2 > 1e-12 else 0.0
+            u = ((xs[i] - xs[a]) * dx + (ys[i] - ys[a]) * dy) / norm2 if norm2 > 1e-12 else 0.0
             u = min(max(u, 0.0), 1.0)
-            d = np.hypot(x[i] - x[a] - u * dx, y[i] - y[a] - u * dy)
+            d = np.hypot(xs[i] - xs[a] - u * dx, ys[i] - ys[a] - u * dy)
             if d > worst:
                 worst, at = d, i
-        if worst > tol:
+        if worst > tolerance:
             keep[at] = True
             stack[top, 0], stack[top, 1] = a, at
             stack[top + 1, 0], stack[top + 1, 1] = at, b
