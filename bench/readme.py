@@ -17,6 +17,7 @@ fails.  The verdict-accuracy table (bench/verdicts.py, 20 matches of 10
 minutes on three sensor sets, most of an hour) is not rewritten here.
 
     nice python bench/readme.py            # measure and rewrite README.md
+    nice python bench/readme.py --only busy  # one bench's tables (the date stays)
     python bench/readme.py --check         # the format only, no measuring
 """
 
@@ -69,6 +70,9 @@ class Table:
         return out
 
 
+sys.path.insert(0, str(Path(__file__).parent))  # the benches beside this script
+from busy import STAGES
+
 KINDS = ("cushion", "pocket", "line_cross", "ball_contact", "cue_contact", "shot_start")
 TABLES = {
     t.name: t
@@ -116,6 +120,29 @@ TABLES = {
             ),
         ),
         Table(
+            "busy",
+            ("busy hour, full sensors (bench/busy.py)", "value"),
+            (
+                "capture (MB)",
+                "frames",
+                "balls moving (mean over the hour)",
+                "ball contacts per second",
+                "cushion hits per second",
+                "events",
+            ),
+        ),
+        Table(
+            "busy-stages",
+            (
+                "stage (CPU s, median of 5 alternating runs)",
+                "2026-12-01 (d87fbe5)",
+                "now",
+                "now / then",
+            ),
+            ("whole process (`events`)", *STAGES),
+            r"(?:[0-9][0-9,.]*×?|-)",
+        ),
+        Table(
             "attribution",
             (
                 "kind",
@@ -140,10 +167,8 @@ def _pct(num: int, den: int) -> str:
     return _f(100 * num / den) if den else "-"
 
 
-def cells(decode: dict[str, Any], sim: dict[str, Any], fusion: dict[str, Any]) -> dict[str, Any]:
-    """The measured values as table cells, one list per row."""
-    scores = {s.kind: s for s in fusion["scores"]}
-    best = sim["best_s"]
+def decode_cells(decode: dict[str, Any]) -> dict[str, Any]:
+    """bench/decode.py's figures as table cells, one list per row."""
     return {
         "decode": [[_f(mbps, 1), _f(fps / 1e6, 3)] for _, mbps, fps in decode["rows"]],
         "decode-ratios": [
@@ -151,6 +176,12 @@ def cells(decode: dict[str, Any], sim: dict[str, Any], fusion: dict[str, Any]) -
             [f"{_f(decode['stream_x'], 0)}×", "-"],
             [f"{_f(decode['link_x'], 0)}×", "≥ 15×"],
         ],
+    }
+
+
+def simulate_cells(sim: dict[str, Any]) -> dict[str, Any]:
+    best = sim["best_s"]
+    return {
         "simulate": [
             [f"{sim['frames']:,}"],
             [_f(sim["mb"], 1)],
@@ -158,7 +189,13 @@ def cells(decode: dict[str, Any], sim: dict[str, Any], fusion: dict[str, Any]) -
             [_f(best["sensors+hub+files"])],
             [_f(best["total"])],
             [_f(sim["realtime_x"], 0)],
-        ],
+        ]
+    }
+
+
+def fusion_cells(fusion: dict[str, Any]) -> dict[str, Any]:
+    scores = {s.kind: s for s in fusion["scores"]}
+    return {
         "fusion": [
             [_f(fusion["mb"], 1)],
             [f"{fusion['frames']:,}"],
@@ -184,6 +221,33 @@ def cells(decode: dict[str, Any], sim: dict[str, Any], fusion: dict[str, Any]) -
     }
 
 
+def busy_cells(busy: dict[str, Any]) -> dict[str, Any]:
+    now, then = busy["versions"][0], busy["versions"][1]
+    return {
+        "busy": [
+            [_f(busy["mb"], 1)],
+            [f"{busy['frames']:,}"],
+            [_f(busy["moving_mean"], 1)],
+            [_f(busy["contacts_per_s"])],
+            [_f(busy["cushions_per_s"])],
+            [f"{now['events']:,}"],
+        ],
+        "busy-stages": [
+            [_f(then["median"][s], 3), _f(now["median"][s], 3), f"{_f(1 / then['ratio'][s])}×"]
+            for s in ("whole", *STAGES)
+        ],
+    }
+
+
+#: Each bench and the tables its figures fill.
+BENCHES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "decode": decode_cells,
+    "simulate": simulate_cells,
+    "fusion": fusion_cells,
+    "busy": busy_cells,
+}
+
+
 def _block(name: str) -> re.Pattern[str]:
     return re.compile(
         rf"(<!-- bench/readme.py: {re.escape(name)} -->\n)(.*?)(\n<!-- /bench/readme.py: "
@@ -204,13 +268,18 @@ def check(text: str) -> list[str]:
     return out
 
 
-def rewrite(text: str, values: dict[str, Any], stamp: str) -> str:
-    """The README with every table rendered from ``values``, and the date measured."""
+def rewrite(text: str, values: dict[str, Any], stamp: str | None) -> str:
+    """The README with the tables in ``values`` rendered from them, and the date measured
+    (``stamp``; None leaves it: only some benches ran)."""
     for name, table in TABLES.items():
+        if name not in values:
+            continue
         rendered = table.render(values[name])
         text, n = _block(name).subn(lambda m, r=rendered: m.group(1) + r + m.group(3), text)
         if n != 1:
             raise SystemExit(f"README.md: {n} blocks for {name}, want 1")
+    if stamp is None:
+        return text
     return re.sub(
         r"(<!-- bench/readme.py: measured -->)[^<]*(<!-- /bench/readme.py: measured -->)",
         rf"\g<1>{stamp}\g<2>",
@@ -219,7 +288,6 @@ def rewrite(text: str, values: dict[str, Any], stamp: str) -> str:
 
 
 def _bench(name: str) -> Callable[..., dict[str, Any]]:
-    sys.path.insert(0, str(Path(__file__).parent))
     return __import__(name).measure
 
 
@@ -227,19 +295,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="check the format only")
     parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=sorted(BENCHES),
+        help="run these benches and rewrite their tables",
+    )
     args = parser.parse_args(argv)
     text = args.readme.read_text(encoding="utf-8")
     if args.check:
         problems = check(text)
         sys.stderr.writelines(f"{args.readme}: {p}\n" for p in problems)
         return 1 if problems else 0
-    decode = _bench("decode")()
-    sim = _bench("simulate")()
-    fusion = _bench("fusion")()
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    args.readme.write_text(rewrite(text, cells(decode, sim, fusion), stamp), encoding="utf-8")
-    speeds = sorted(round(e.get("speed_mps", float("nan")), 3) for e in fusion["missed_cushions"])
-    print(f"cushion hits never found: {len(speeds)}; speeds (m/s): {speeds}")
+    values: dict[str, Any] = {}
+    for name in args.only or BENCHES:
+        got = _bench(name)()
+        values |= BENCHES[name](got)
+        if name == "fusion":
+            speeds = sorted(
+                round(e.get("speed_mps", float("nan")), 3) for e in got["missed_cushions"]
+            )
+            print(f"cushion hits never found: {len(speeds)}; speeds (m/s): {speeds}")
+    stamp = None if args.only else datetime.now(UTC).strftime("%Y-%m-%d")
+    args.readme.write_text(rewrite(text, values, stamp), encoding="utf-8")
     return 0
 
 

@@ -1,18 +1,13 @@
 """firmware-host: referee a sensor-equipped Russian billiards table over a serial link."""
 
+# The first statements: a signal during start-up ends the CLI with 128 + signal.  Until
+# this module runs, the interpreter's default kills the process outright (a parent sees
+# -15, not 143), so nothing may be imported before the handlers but what they need.
 import os as _os
 import signal as _signal
 import sys as _sys
-import threading as _threading
-
-from . import numba_cache as _numba_cache
-
-__version__ = "0.1.0"
 
 QUIET_SIGNALS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
-
-
-RESIGNAL_S = 0.05
 
 
 class SignalUnwind(BaseException):
@@ -29,6 +24,28 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise _SignalExit(signum)
 
 
+def _launched_as_cli() -> bool:
+    """``python -m firmware_host`` or the ``firmware-host`` script: this process is the CLI."""
+    argv = getattr(_sys, "orig_argv", _sys.argv)
+    if "-m" in argv[:-1]:
+        return argv[argv.index("-m") + 1] == "firmware_host"
+    return len(argv) > 1 and _os.path.basename(argv[1]) == "firmware-host"
+
+
+if _launched_as_cli():
+    # A signal while the CLI is still starting: exit 128 + signal, no traceback (the CLI's
+    # main() and `run` take over with handlers of their own).
+    for _sig in QUIET_SIGNALS:
+        _signal.signal(_sig, _exit_on_signal)
+
+import threading as _threading  # after the handlers, on purpose
+
+from . import numba_cache as _numba_cache
+
+__version__ = "0.1.0"
+RESIGNAL_S = 0.05
+
+
 def _unraisable(hook: object) -> None:
     """A signal's exception raised inside a C callback (numba's LLVM object cache, while a
     kernel loads or compiles) cannot propagate and would be printed as a traceback.  The
@@ -43,19 +60,7 @@ def _unraisable(hook: object) -> None:
         _sys.__unraisablehook__(hook)  # type: ignore[arg-type]
 
 
-def _launched_as_cli() -> bool:
-    """``python -m firmware_host`` or the ``firmware-host`` script: this process is the CLI."""
-    argv = getattr(_sys, "orig_argv", _sys.argv)
-    if "-m" in argv[:-1]:
-        return argv[argv.index("-m") + 1] == "firmware_host"
-    return len(argv) > 1 and _os.path.basename(argv[1]) == "firmware-host"
-
-
 if _launched_as_cli():
-    # A signal while the CLI is still starting: exit 128 + signal, no traceback (the CLI's
-    # main() and `run` take over with handlers of their own).
-    for _sig in QUIET_SIGNALS:
-        _signal.signal(_sig, _exit_on_signal)
     _sys.unraisablehook = _unraisable
 
 # Before any module with a cached numba kernel is imported (they all import lazily).

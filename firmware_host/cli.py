@@ -51,6 +51,8 @@ COMMANDS: tuple[str, ...] = (
     "ping",
     "pcap",
     "dissector",
+    "extcap",
+    "diff",
     "club",
     "club-sim",
 )
@@ -64,9 +66,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _available() -> dict[str, object]:
+def _available(names: Sequence[str] = COMMANDS) -> dict[str, object]:
     modules = {}
-    for name in COMMANDS:
+    for name in names:
         module = f"firmware_host.commands.{name.replace('-', '_')}"  # club-sim: club_sim.py
         try:
             modules[name] = importlib.import_module(module)
@@ -82,14 +84,30 @@ over a serial link, judge every shot, and decode, replay or simulate captures.
 `firmware-host COMMAND --help` explains each command, with an example."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names first (only ``-v`` before it), else None.
+
+    Such a command line needs that one command's parser: importing and
+    registering the other 22 (the rules engine, the daemon's settings) cost a
+    tenth of a second of every ``events`` or ``decode`` run (docs/speed.md).
+    ``--help``, ``--version`` or a misspelt command get the whole parser.
+    """
+    for arg in argv:
+        if arg == "--verbose" or (len(arg) > 1 and arg.strip("v") == "-"):
+            continue
+        return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or with ``only`` that command's alone (when it can be imported)."""
     parser = _Parser(prog="firmware-host", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_verbose(parser)
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
-    for name, module in _available().items():
+    for name, module in ((only and _available((only,))) or _available()).items():
         register(sub, name, module)
     return parser
 
@@ -179,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = ""
     try:
         try:
-            args = _parse(build_parser(), argv)
+            args = _parse(build_parser(named_command(sys.argv[1:] if argv is None else argv)), argv)
         except SystemExit as exc:  # --help, --version, or a bad argument (already said)
             sys.stdout.flush()
             return exc.code if isinstance(exc.code, int) else 0

@@ -9,6 +9,7 @@ every command (EVENTS.md).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import math
@@ -187,6 +188,19 @@ def report_frames(command: str, stats: Any, dropped_bytes: int = 0) -> int:
     return 1
 
 
+def no_cycle_collection() -> None:
+    """A batch command (``events``, ``replay``) runs without the cyclic garbage collector.
+
+    What it makes is acyclic (the events' dicts and lists, numpy arrays) and
+    freed by reference counting; yet the allocation of a busy table's
+    thousands of path points triggered full collections that walked every
+    module, numba type and kernel again each time.  Off for the batch, the
+    busy capture's timeline and fusion took a tenth less CPU
+    (docs/speed.md); a daemon, which lives for days, keeps it.
+    """
+    gc.disable()
+
+
 def require_frames(path: str, frames: int, bad: int) -> None:
     """A capture with not one good frame is not a capture (``events``, ``replay``)."""
     if frames == 0:
@@ -249,15 +263,20 @@ def add_baud_argument(parser: Any) -> None:
 NETWORK_SCHEMES = ("socket", "rfc2217")
 
 
-def check_port(url: str) -> None:
+def check_port(url: str, absent_ok: bool = False) -> None:
     """``--port``: a serial device that exists, or a URL pyserial can use; else UsageError.
 
-    A typo is a usage error at once; a table that is only absent (a cable
-    out, a server not up yet) is waited for by the daemon.
+    What cannot be a port is a usage error at once; a table that is only
+    absent (a cable out, a server not up yet) is waited for by the daemon.
+    ``absent_ok`` (``run``): a device path that does not exist yet is such a
+    table too (a USB adapter that enumerates late, a ``/dev/serial/by-id/``
+    name before the plug-in); the one-shot tools say "no such device".
     """
+    if not url:
+        raise UsageError("--port: empty (a serial device or a pyserial URL)")
     if "://" in url:
         _check_url(url)
-    else:
+    elif not (absent_ok and not os.path.exists(url)):
         _check_device(url)
 
 
@@ -301,6 +320,11 @@ def _check_device(path: str) -> None:
         raise UsageError(f"--port {path}: {exc.strerror or exc}") from None
     if not stat.S_ISCHR(st.st_mode):
         raise UsageError(f"--port {path}: {_kind(st.st_mode)}, not a serial device")
+    from .transport import access_problem
+
+    problem = access_problem(path)
+    if problem is not None:  # the dialout group, usually
+        raise UsageError(f"--port {path}: {problem}")
     # sysfs names the class of a registered device without opening it (an open may
     # reset a board through DTR); pseudo-terminals are not registered there.
     subsystem = f"/sys/dev/char/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/subsystem"

@@ -424,15 +424,20 @@ class CommandLink:
             if written is not False and self._on_sent is not None:
                 self._on_sent(frame, sent_ns)
         for change in step.health:
-            level = logging.WARNING if change.health is LinkHealth.FAILED else logging.INFO
-            log.log(
-                level, "indicator link %s (%s seq %s)", change.health.value, change.name, change.seq
-            )
-            if self._on_health is not None:
-                try:
-                    self._on_health(change)
-                except Exception:  # the consumer's bug must not stop the retries
-                    log.exception("on_health callback raised")
+            if self._on_health is None:  # else the consumer tells it, once, in its own words
+                level = logging.WARNING if change.health is LinkHealth.FAILED else logging.INFO
+                log.log(
+                    level,
+                    "indicator link %s (%s seq %s)",
+                    change.health.value,
+                    change.name,
+                    change.seq,
+                )
+                continue
+            try:
+                self._on_health(change)
+            except Exception:  # the consumer's bug must not stop the retries
+                log.exception("on_health callback raised")
         for future, result in step.done:
             if isinstance(future, Future):
                 future.set_result(result)

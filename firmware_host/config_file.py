@@ -60,7 +60,14 @@ class Key:
 
 
 KEYS: tuple[Key, ...] = (
-    Key("link", "port", "port", example='"/dev/ttyUSB0"'),
+    Key(
+        "link",
+        "port",
+        "port",
+        help="the hub's serial device or a pyserial URL; required (firmware-host ports lists "
+        "the devices; a /dev/serial/by-id/ name survives a replug)",
+        example='"/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A10KXYZ-if00-port0"',
+    ),
     Key("link", "baud", "baud"),
     Key("rules", "discipline", "discipline"),
     *(Key("rules", dest, dest) for _, dest, _, _ in RULES_THRESHOLDS),

@@ -15,16 +15,16 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, NODE_STATUS_CODES
 from protocol.framing import encode_frame
-from rules import RulesConfig, indicator_for
+from rules import MatchState, RulesConfig, indicator_for
 
-from .command_link import CommandLink, HealthChange, LinkHealth
+from .command_link import MAX_RETRIES, CommandLink, HealthChange, LinkHealth
 from .engine import AckSniffer, Compiled, Engine, Outcome
 from .pipeline import Step, check_press
 from .recorder import CaptureRecorder
@@ -32,8 +32,13 @@ from .release_lag import SENSED, ReleaseLag
 from .transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
 
 log = logging.getLogger(__name__)
+#: The referee's presses: an audit record, told at INFO whatever the verbosity (``run`` sets
+#: this logger's level) and never summed away by the rate limit (``extra=AUDIT``).
+presses_log = logging.getLogger("firmware_host.presses")
+AUDIT = {"audit": True}
 
 TICK_S = 0.005  # how often a quiet link still releases settled events
+HANG_UP_S = 2.0  # a closed port: how long "match over" may take to be read, with hang_up
 CATCH_UP_BYTES = 65_536  # queued reads judged together at most (a pipeline catching up)
 BAD_REPORT_S = 1.0  # bad frames are summed into one log line at most this often
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
@@ -96,23 +101,25 @@ class Daemon:
         # Health, as the pipeline thread sees it (read by service/health.py)
         self.heard_ns: dict[int, int] = {}  # node -> host time of its last good frame or sync
         self.nodes_present: set[int] = set()  # the last HELLO's nodes_present
-        self.indicator_ok = True  # False from a lamp command never acknowledged to the next ACK
+        # False from a host command never acknowledged (after its resends) to the next ACK
+        self.indicator_ok = True
+        self.indicator_problem: str | None = None  # why not, in the log's words
         self.last_verdict: dict[str, Any] | None = None
+        self._state = MatchState()  # a cold start's, until its worker sends lines
         self._hello_wanted = threading.Event()
-        self._presses: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
+        self._presses: queue.SimpleQueue[tuple[str, int, int]] = queue.SimpleQueue()
         self._pressed = 0
         self.connected = threading.Event()  # set while the port is open
-        self._chunks: queue.SimpleQueue[Chunk] | None = None
-        self._sniffer: AckSniffer | None = None
-        if getattr(self.engine, "sniffs_acks", False):
-            # The engine answers late: ACKs are taken from the bytes in the reader thread.
-            self._sniffer = AckSniffer()
-            self._chunks = queue.SimpleQueue()
+        # The hub's ACKs are taken from the bytes in the reader thread, as they arrive: the
+        # pipeline thread can be busy for seconds (its first feed loads the numba kernels),
+        # far beyond the command link's 50 ms a transmission (docs/transport.md).  An engine
+        # that answers late (a cold start) has the same thread read who is talking too
+        # (engine.FrameSniffer).
+        self._chunks: queue.SimpleQueue[Chunk] = queue.SimpleQueue()
+        self._sniffer = AckSniffer()
+        self._sniffs = bool(getattr(self.engine, "sniffs_nodes", False))
         self._transport = SerialTransport(
-            url,
-            baudrate=baud,
-            on_status=self._link_status,
-            on_chunk=self._receive if self._sniffer is not None else None,
+            url, baudrate=baud, on_status=self._link_status, on_chunk=self._receive
         )
         self._link = CommandLink(
             self._transport.write,
@@ -120,7 +127,9 @@ class Daemon:
             on_sent=self.recorder.write_sent if self.recorder else None,
         )
         self._boot_id: int | None = None
-        self._hanging_up = False  # stopped, and the peer closes the port: its end, not a loss
+        # Set with `hang_up`: once stopped, the peer closing the port is its end, not a loss.
+        # An event, not the loop's own flag: the pipeline thread may be busy when it comes.
+        self._hang_up_after: threading.Event | None = None
         self._bad_seen = 0
         self._bad_now: dict[str, int] = {}
         self._bad_reported_at = 0.0
@@ -135,9 +144,11 @@ class Daemon:
 
     @property
     def referee_state(self) -> Any:
-        """The match state after the last line (None while a cold start referees interpreted)."""
+        """The match state after the last line: the compiled pipeline's, or, while a cold
+        start referees interpreted, the one its worker sent with its last lines (the start
+        of a match before any)."""
         pipeline = self.pipeline
-        return pipeline.referee.state if pipeline is not None else None
+        return pipeline.referee.state if pipeline is not None else self._state
 
     def also(self, on_line: Sink, on_event: Sink) -> None:
         """Hand every line and event to one more edge too (the live page, the broker), after
@@ -171,13 +182,13 @@ class Daemon:
         recorder = self.recorder
         abandoning = abandon is not None and abandon.is_set()
         finished = False
+        self._hang_up_after = stop if hang_up else None
         try:
             with self._transport.open(), self._link.start():
-                chunks = self._chunks or self._transport.chunks
+                chunks = self._chunks
                 while not stop.is_set():
                     self._turn(chunks, recorder)
                     self.on_turn(time.monotonic_ns())
-                self._hanging_up = hang_up
                 # Nothing read is lost: judge what the port delivered before the stop.
                 for _ in range(chunks.qsize()):
                     self._take(chunks.get_nowait(), recorder)
@@ -201,15 +212,18 @@ class Daemon:
 
         Any thread may call it; a bad key or arg is a ValueError here, at
         once.  The pipeline thread judges it on its next turn (within
-        ``TICK_S``), exactly as a KEYPAD frame at that instant.
+        ``TICK_S``), exactly as a KEYPAD frame at that instant.  Each press
+        taken is logged with who pressed it (``source``: the page's client
+        address, the broker's command id).
         """
-        self._presses.put((*check_press(key, arg), source))
+        key, arg = check_press(key, arg)
+        presses_log.info("referee press from %s: %s %d", source, key, arg, extra=AUDIT)
+        self._presses.put((key, arg, time.monotonic_ns()))  # its instant: when pressed
 
     def _take_presses(self) -> None:
         while not self._presses.empty():
-            key, arg, source = self._presses.get_nowait()
-            log.info("referee (%s): %s %d", source, key, arg)
-            now = time.monotonic_ns()
+            key, arg, now = self._presses.get_nowait()  # pressed at `now`, taken after the
+            # bytes the pipeline has had: a replay presses it there (the .tx's offset)
             if self.recorder is not None:  # kept with the match: a replay presses it there too
                 self._pressed += 1
                 frame = encode_frame(
@@ -256,18 +270,25 @@ class Daemon:
         return chunk.data
 
     def _receive(self, chunk: Chunk) -> None:
-        """The reader thread, with a sniffing engine: the hub's ACKs at once, then the queue."""
-        assert self._sniffer is not None and self._chunks is not None
+        """The reader thread: the hub's ACKs to the command link at once (and, with an
+        engine that answers late, the nodes heard, at the read's own time), then the queue."""
         acks = self._sniffer.feed(chunk.data)
         if acks:
             self._acks(acks)
+        if self._sniffs:
+            sniffed = self.engine.sniff(chunk.data)  # type: ignore[attr-defined]
+            self.heard_ns.update(dict.fromkeys(sniffed.nodes, chunk.host_rx_ns))
         self._chunks.put(chunk)
 
-    def _apply(self, outcomes: list[Outcome]) -> None:
+    def _apply(self, outcomes: Iterable[Outcome]) -> None:
+        """Publish each outcome as it comes (a cold start's finish yields them as the worker
+        answers)."""
         for outcome in outcomes:
-            if outcome.nodes:
+            if outcome.nodes and not self._sniffs:  # else heard as read (_receive)
                 now = time.monotonic_ns()
                 self.heard_ns.update(dict.fromkeys(outcome.nodes, now))
+            if outcome.state is not None:
+                self._state = outcome.state
             self._frames(outcome.tables)
             if outcome.balls is not None:
                 self.on_balls(outcome.balls)
@@ -286,8 +307,7 @@ class Daemon:
             self._link.on_ack(int(ack["acked_seq"]), int(ack["acked_type"]), int(ack["status"]))
 
     def _frames(self, tables: dict[str, Any]) -> None:
-        """Frames the host itself acts on: ACKs, boots, node health, logs."""
-        self._acks(tables.get("ACK", ()))
+        """Frames the host itself acts on: boots, node health, logs (ACKs: :meth:`_receive`)."""
         for hello in tables.get("HELLO", ()):
             boot_id = int(hello["boot_id"])
             if self._boot_id is not None and boot_id != self._boot_id:
@@ -307,6 +327,8 @@ class Daemon:
                     hello["fw_patch"],
                 )
             self._boot_id = boot_id
+            if not self.indicator_ok:  # the table is up (again): is the link back too?
+                self._link.ping(boot_id)
             present = int(hello["nodes_present"])
             self.nodes_present = {n for n in range(16) if present >> n & 1}
         for status in tables.get("NODE_STATUS", ()):
@@ -377,24 +399,39 @@ class Daemon:
             self._hello_wanted.set()
             return
         self.connected.clear()
-        if status.state is LinkState.LOST and self._hanging_up:
+        ending = self._hang_up_after
+        # The table says "match over", then closes its port; on a busy machine the thread
+        # that reads its words may not have run yet: give it a moment (this thread is the
+        # transport's, which has nothing to read from a closed port anyway).
+        if status.state is LinkState.LOST and ending is not None and ending.wait(HANG_UP_S):
             log.info("port %s closed by the table at the end of its match", status.url)
+            self._transport.closing.wait(HANG_UP_S)  # no reopen: run closes the transport
         elif status.state is LinkState.LOST:
             self.stats.link_losses += 1
             log.warning("port %s lost (%s); reconnecting", status.url, status.error)
 
     def _health(self, change: HealthChange) -> None:
-        if change.health is LinkHealth.FAILED and change.name == "REQUEST_HELLO":
-            # Usually the table is still booting; its HELLO will come anyway.
-            log.warning("the hub did not answer REQUEST_HELLO (seq %d); waiting for it", change.seq)
+        """The command link's health, told once per change, in the words the status file
+        holds (``indicator``, ``indicator_problem``): the log and ``status`` always agree."""
+        ending = self._hang_up_after
+        if (
+            change.health is LinkHealth.FAILED
+            and ending is not None
+            and (ending.is_set() or not self.connected.is_set() and ending.wait(HANG_UP_S))
+        ):  # stopped, or the port closed and the stop follows (as in _link_status)
+            # the virtual table's match is over and its port closed: nothing to drive
+            log.info("%s seq %s not sent: the table closed its port", change.name, change.seq)
         elif change.health is LinkHealth.FAILED:
             self.stats.indicator_failures += 1
             self.indicator_ok = False
-            log.error(
-                "indicator link failed: no ACK for %s seq %d after 3 resends",
-                change.name,
-                change.seq,
+            self.indicator_problem = (
+                f"no ACK for {change.name} seq {change.seq} after {MAX_RETRIES} resends"
             )
+            # A REQUEST_HELLO sent before the table booted goes unanswered; the table's first
+            # HELLO re-probes the link (_frames), so that one is only a warning.
+            level = logging.WARNING if change.name == "REQUEST_HELLO" else logging.ERROR
+            log.log(level, "indicator link failed: %s", self.indicator_problem)
         elif change.health is LinkHealth.OK:
             self.indicator_ok = True
-            log.info("indicator link ok")
+            self.indicator_problem = None
+            log.info("indicator link ok (%s seq %s acknowledged)", change.name, change.seq)

@@ -8,9 +8,12 @@ kernels are not compiled yet (see ``docs/startup.md``):
   numbered, kept, and sent to the same pipeline running interpreted in a
   worker process (:mod:`.interpreted`); its outcomes come back in op order
   and are published as they come;
-* the hub's ACKs cannot wait for a worker that runs behind the wire (the
-  command link resends after 50 ms), so :class:`AckSniffer` picks them out
-  of the bytes in the transport's reader thread, as they arrive;
+* the hub's ACKs never wait for a pipeline (the command link resends after
+  50 ms): :class:`AckSniffer` picks them out of the bytes in the transport's
+  reader thread, as they arrive, for every engine; while the worker runs
+  behind the wire, the nodes' health (silent after 2 s) and the frame count
+  cannot wait for it either, so :class:`FrameSniffer` reads who is talking
+  from the same bytes;
 * when the warm-up process (:mod:`.warmup`) has compiled the kernels, a fresh
   compiled pipeline replays every op so far in this thread (numba's first
   compile is not safe across threads; this is the one thread), the outcomes
@@ -23,17 +26,33 @@ Each engine's ``feed``/``idle``/``finish`` return the outcomes to publish now.
 
 from __future__ import annotations
 
+import copy
 import logging
 import pickle
 import queue
+import re
 import subprocess
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from protocol.catalogue import BY_NAME, MAX_BODY
+from cobs import cobs
+
+from protocol.catalogue import (
+    BY_NAME,
+    BY_TYPE,
+    FLAG_RETRANSMISSION,
+    HEADER_SIZE,
+    MAX_BODY,
+    MIN_BODY,
+    PROTOCOL_VERSION,
+    Header,
+    crc32,
+)
 from protocol.framing import Message, parse_frame
+from protocol.layout import layout
 from rules import RulesConfig
 
 from .pipeline import Step
@@ -41,7 +60,7 @@ from .pipeline import Step
 log = logging.getLogger(__name__)
 
 #: Decoded frames the daemon itself acts on (the command link, the log).
-HOST_TABLES = ("ACK", "HELLO", "NODE_STATUS", "LOG")
+HOST_TABLES = ("HELLO", "NODE_STATUS", "LOG")  # not ACK: AckSniffer
 COLD_TICK_S = 0.02  # a tick op at most this often while interpreted (every op is kept)
 FEED, TICK, FLUSH, PRESS = "feed", "tick", "flush", "press"
 #: (FEED, data, host_rx_ns) | (TICK, host_now_ns) | (FLUSH,) | (PRESS, key, arg, host_now_ns)
@@ -65,6 +84,7 @@ class Outcome:
     decoder_stats: dict[str, Any] | None = None  # the decoder's totals (with the FLUSH outcome)
     nodes: tuple[int, ...] = ()  # the nodes a good frame came from in this op (health)
     balls: dict[str, list[float]] | None = None  # the op's last tracker frame (the live page)
+    state: Any = None  # the referee's MatchState after an op that gave lines (None: as before)
 
 
 def heard_from(decoded: Any) -> tuple[int, ...]:
@@ -101,7 +121,7 @@ class Engine(Protocol):
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]: ...
     def idle(self, host_now_ns: int) -> list[Outcome]: ...
     def press(self, key: str, arg: int, host_now_ns: int) -> list[Outcome]: ...
-    def finish(self, abandon: bool = False) -> list[Outcome]: ...
+    def finish(self, abandon: bool = False) -> Iterable[Outcome]: ...
     def decoder_stats(self) -> dict[str, Any]: ...
     def losses(self) -> dict[str, int]: ...
 
@@ -145,6 +165,7 @@ class Compiled:
             vars(pipe.decoder.stats()) if op[0] == FLUSH else None,
             nodes,
             balls,
+            copy.deepcopy(pipe.referee.state) if step.lines else None,
         )
 
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:
@@ -167,29 +188,102 @@ class Compiled:
 
 
 class AckSniffer:
-    """The hub's ACK frames out of raw bytes, in pure Python, as they arrive.
+    """The hub's ACK frames out of raw bytes, in the reader thread, as they arrive.
 
-    A frame's COBS code byte is followed by the body's first bytes unchanged
-    up to its first zero; version and msg_type are never zero in a valid
-    frame, so ``frame[2]`` is the msg_type and only ACKs are parsed (CRC
-    checked, through the catalogue like every frame).
+    The command link gives the hub 50 ms per transmission, while the
+    pipeline thread may be busy far longer (loading the numba kernels on its
+    first feed, a cold start's worker, a burst to catch up), so the daemon
+    takes every ACK here, never from the pipeline.  A frame's COBS code byte
+    is followed by the body's first bytes unchanged up to its first zero;
+    version and msg_type are never zero in a valid frame, so a regular
+    expression (scanned in C: no per-frame Python object on the bulk path)
+    finds the frames whose msg_type is ACK, and only those are parsed (CRC
+    checked, through the catalogue like every frame).  The stream's first
+    byte counts as a frame start, as the decoder's does.
     """
 
     ACK = BY_NAME["ACK"].msg_type
+    _FRAME = re.compile(rb"\x00([\x03-\xff][^\x00]%b[^\x00]*)(?=\x00)" % re.escape(bytes([ACK])))
 
     def __init__(self) -> None:
-        self._carry = b""
+        self._carry = b"\x00"  # from the last delimiter on: the start of the next frame
 
     def feed(self, data: bytes) -> list[dict[str, int]]:
+        buf = self._carry + data
+        last = buf.rfind(b"\x00")
+        if last < 0:  # inside a frame: an over-long run is garbage, a new start comes later
+            self._carry = buf if len(buf) <= MAX_BODY + 2 else b""
+            return []
+        self._carry = buf[last:]
+        acks = []
+        for found in self._FRAME.finditer(buf, 0, last + 1):
+            msg = parse_frame(found.group(1))
+            if isinstance(msg, Message):
+                acks.append(msg.fields)
+        return acks
+
+
+def _header_offset(name: str) -> int:
+    """Where a header field starts in a frame's body, from the catalogue's Header."""
+    names = [sub.name for sub in Header.subcons]
+    return sum(sub.sizeof() for sub in Header.subcons[: names.index(name)])
+
+
+@dataclass
+class Sniffed:
+    """What the raw bytes of one read showed, before any pipeline judged them."""
+
+    nodes: set[int] = field(default_factory=set)  # a good frame from them, or a sync sampled them
+    frames: int = 0  # good frames of a known type, retransmissions left out
+
+
+class FrameSniffer:
+    """Who is talking, out of raw bytes in pure Python, as they arrive (a cold start).
+
+    While the pipeline runs interpreted it may answer seconds after the wire
+    (docs/startup.md), but the command link resends after 50 ms and a node
+    is "silent" after 2 s: so the reader thread looks at each frame itself.
+    COBS and the CRC are checked by the C ``cobs`` codec and ``zlib``; only
+    the header's node and a CLOCK_SYNC's peer are read, at offsets derived
+    from the catalogue.  A few microseconds a frame.  (ACKs: :class:`AckSniffer`,
+    for every engine.)
+    """
+
+    SYNC = BY_NAME["CLOCK_SYNC"].msg_type
+    NODE_AT = _header_offset("node")
+    FLAGS_AT = _header_offset("flags")
+    PEER_AT = HEADER_SIZE + next(f.offset for f in layout(SYNC).fields if f.name == "peer")
+
+    def __init__(self) -> None:
+        self._carry = b"\x00"  # from the last delimiter on: the start of the next frame
+
+    def feed(self, data: bytes) -> Sniffed:
         *frames, rest = (self._carry + data).split(b"\x00")
         self._carry = rest if len(rest) <= MAX_BODY + 2 else b""  # an over-long run: garbage
-        acks = []
+        out = Sniffed()
         for raw in frames:
-            if len(raw) > 2 and raw[0] >= 3 and raw[2] == self.ACK:
-                msg = parse_frame(raw)
-                if isinstance(msg, Message):
-                    acks.append(msg.fields)
-        return acks
+            body = _checked_body(raw)
+            if body is None:
+                continue
+            out.nodes.add(body[self.NODE_AT])
+            if body[1] == self.SYNC:
+                out.nodes.add(body[self.PEER_AT])
+            if not body[self.FLAGS_AT] & FLAG_RETRANSMISSION:
+                out.frames += 1
+        return out
+
+
+def _checked_body(raw: bytes) -> bytes | None:
+    """A frame's body if its COBS, length, CRC, version and type are good (ICD order)."""
+    try:
+        body = cobs.decode(raw)
+    except cobs.DecodeError:
+        return None
+    if not MIN_BODY <= len(body) <= MAX_BODY:
+        return None
+    if crc32(body[:-4]) != int.from_bytes(body[-4:], "little"):
+        return None
+    return body if body[0] == PROTOCOL_VERSION and body[1] in BY_TYPE else None
 
 
 class Worker:
@@ -251,15 +345,22 @@ class ColdStart:
 
     ``warmup`` (``None``: nothing is being compiled, e.g. numba cannot cache
     here) is a :class:`.warmup.Background`, watched through ``returncode``.
-    The daemon answers ACKs from the raw bytes (:attr:`sniffs_acks`), so no
-    outcome of this engine carries them.  While the worker is busy, the
-    chunks that arrive are joined into one op (as if one read had returned
-    them all): the worker never falls behind by more than what came while it
-    worked on the last op, and the compiled replay has few ops to go through.
+    The daemon takes ACKs from the raw bytes for every engine, and while
+    this one runs behind, the nodes heard and the frames read too
+    (:attr:`sniffs_nodes`, :meth:`sniff`).  While the worker is busy, the
+    chunks that arrive are joined into ops of up to ``OP_BYTES`` (as if one
+    read had returned them all): the worker's cost per op is paid less often
+    and the compiled replay has fewer ops to go through, while a worker that
+    fell behind still answers, and publishes, verdict by verdict.
     """
 
-    sniffs_acks = True
+    sniffs_nodes = True  # the daemon's reader thread reads who is talking (sniff)
     IN_FLIGHT = 2  # ops sent to the worker and not answered yet, at most
+    # Chunks joined into one op up to this size (about a second of a full-sensor table): the
+    # worker answers op by op, so a verdict waits at most for the rest of its op.  Unbounded,
+    # a worker that had fallen behind got the whole backlog as one op, and every verdict in
+    # it came out together when it was done.
+    OP_BYTES = 16_384
 
     def __init__(
         self,
@@ -274,11 +375,12 @@ class ColdStart:
         self._steps: list[Step] = []  # what the worker's outcomes published, op by op
         self._answered = 0
         self._sent = 0
-        self._pending = bytearray()  # chunks not sent yet: the next feed op
-        self._pending_rx = 0
+        self._pending: list[tuple[bytes, int]] = []  # chunks not sent yet, with host_rx_ns
         self._last_op_at = 0.0
         self._worker_stats: dict[str, Any] = {}
         self._losses: dict[str, int] = {}
+        self.sniffer = FrameSniffer()
+        self._sniffed_frames = 0  # good frames read, counted as they arrive
         self.compiled: Compiled | None = None
         self.switched_at_op: int | None = None  # where the compiled pipeline took over
         self.disagreements = 0  # ops whose compiled outcome differed from the worker's
@@ -292,9 +394,8 @@ class ColdStart:
 
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]:
         if self.compiled is not None:
-            return _no_acks(self.compiled.feed(data, host_rx_ns))
-        self._pending += data
-        self._pending_rx = host_rx_ns
+            return self.compiled.feed(data, host_rx_ns)
+        self._pending.append((data, host_rx_ns))
         out = self._collect()
         if self.compiled is None:
             self._send_pending()
@@ -316,35 +417,52 @@ class ColdStart:
 
     def press(self, key: str, arg: int, host_now_ns: int) -> list[Outcome]:
         if self.compiled is not None:
-            return _no_acks(self.compiled.press(key, arg, host_now_ns))
+            return self.compiled.press(key, arg, host_now_ns)
         self._send_pending(force=True)  # the bytes read before the press come first
         self._send((PRESS, key, arg, host_now_ns))
         return self._collect()
 
-    def finish(self, abandon: bool = False) -> list[Outcome]:
-        """The end of input: the worker's last outcomes (waited for), or the compiled flush.
+    def finish(self, abandon: bool = False) -> Iterator[Outcome]:
+        """The end of input: the worker's last outcomes, each as it comes, or the compiled
+        flush.
 
-        ``abandon`` (a signal): nothing more is wanted, nothing is waited for.
+        A generator: a worker still behind at the end of a match answers for
+        seconds, and each verdict is published as it is decided (they once
+        came all together when the last op was answered: a cold start's
+        verdicts 2 to 6 at the same instant, the end).  ``abandon`` (a
+        signal): nothing more is wanted, nothing is waited for.
         """
         if abandon:
-            return []
+            return
         if self.compiled is not None:
-            return _no_acks(self.compiled.finish())
+            yield from self.compiled.finish()
+            return
         self._send_pending(force=True)
         self._send((FLUSH,))
-        out = []
         while self._worker is not None and self._answered < self._sent:
-            out += self._collect(block=True, switch=False)
+            yield from self._collect(block=True, switch=False)
         if self._worker is not None:  # every op answered, the flush too
             self.close()
-            return out
+            return
         # The worker died on the way: the compiled pipeline replays every op, the flush too.
         if self.warmup is not None:
             self.warmup.wait()
-        return out + self._switch(fallback=True)
+        yield from self._switch(fallback=True)
+
+    def sniff(self, data: bytes) -> Sniffed:
+        """The reader thread's own look at a read: who is talking and the frames (see
+        FrameSniffer); this thread only counts the frames."""
+        got = self.sniffer.feed(data)
+        self._sniffed_frames += got.frames
+        return got
 
     def decoder_stats(self) -> dict[str, Any]:
-        return self.compiled.decoder_stats() if self.compiled else self._worker_stats
+        """The decoder's totals as the worker last sent them, with the frames read so far
+        (the worker may be seconds behind); the compiled decoder's once it took over."""
+        if self.compiled is not None:
+            return self.compiled.decoder_stats()
+        judged = int(self._worker_stats.get("frames", 0))
+        return {**self._worker_stats, "frames": max(judged, self._sniffed_frames)}
 
     def losses(self) -> dict[str, int]:
         return self.compiled.losses() if self.compiled else self._losses
@@ -357,9 +475,15 @@ class ColdStart:
     # -- inside ----------------------------------------------------------------------------
 
     def _send_pending(self, force: bool = False) -> None:
-        if self._pending and (force or self._sent - self._answered < self.IN_FLIGHT):
-            self._send((FEED, bytes(self._pending), self._pending_rx))
-            self._pending.clear()
+        """The chunks read meanwhile as feed ops of whole chunks up to ``OP_BYTES`` each
+        (with the last one's host time), while the worker has room (``force``: all now)."""
+        while self._pending and (force or self._sent - self._answered < self.IN_FLIGHT):
+            size = taken = 0
+            while taken < len(self._pending) and (not taken or size < self.OP_BYTES):
+                size += len(self._pending[taken][0])
+                taken += 1
+            chunks, self._pending = self._pending[:taken], self._pending[taken:]
+            self._send((FEED, b"".join(c for c, _ in chunks), chunks[-1][1]))
 
     def _send(self, op: Op) -> None:
         self._last_op_at = time.monotonic()
@@ -395,7 +519,6 @@ class ColdStart:
                 self._losses = got.losses
             if got.decoder_stats is not None:
                 self._worker_stats = got.decoder_stats
-            got.tables.pop("ACK", None)
             out.append(got)
             block = False
         if switch and self.warmup is not None and self.warmup.returncode is not None:
@@ -427,7 +550,6 @@ class ColdStart:
                 if got.step != self._steps[i]:
                     self.disagreements += 1
                 continue
-            got.tables.pop("ACK", None)
             out.append(got)
         if self.disagreements:
             log.warning(
@@ -443,9 +565,3 @@ class ColdStart:
             time.monotonic() - started,
         )
         return out
-
-
-def _no_acks(outcomes: list[Outcome]) -> list[Outcome]:
-    for outcome in outcomes:
-        outcome.tables.pop("ACK", None)
-    return outcomes

@@ -34,6 +34,8 @@ class RateLimit(logging.Filter):
         self._seen: dict[tuple[str, str], list[float]] = {}  # window start, shown, held back
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "audit", False):  # a referee's press: every one is told
+            return True
         key = (record.name, str(record.msg))
         now = self.clock()
         seen = self._seen.get(key)

@@ -17,12 +17,21 @@ True
 from __future__ import annotations
 
 import enum
+import errno
+import fcntl
+import grp
 import logging
+import os
+import pwd
 import queue
+import stat
+import termios
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Self
 
 import serial
@@ -31,6 +40,9 @@ from serial.threaded import Protocol, ReaderThread
 log = logging.getLogger(__name__)
 
 DEFAULT_BAUD = 921_600
+WAIT_REPORT_S = 12.0  # an absent port: a line this often (5 a minute: all lograte lets through)
+LATENCY_TIMER_MS = 1  # an FTDI adapter holds received bytes up to this long (16 by default)
+SYSFS = Path("/sys")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +109,111 @@ ChunkCallback = Callable[[Chunk], Any]
 StatusCallback = Callable[[LinkStatus], Any]
 
 
+def is_device(url: str) -> bool:
+    """A local device path (``/dev/ttyUSB0``), not a pyserial URL (``socket://...``)."""
+    return "://" not in url
+
+
+BY_ID = Path("/dev/serial/by-id")
+
+
+def by_id_names(directory: Path = BY_ID) -> dict[str, str]:
+    """Each serial device's stable name: ``{"/dev/ttyUSB0": "/dev/serial/by-id/usb-FTDI_…"}``.
+
+    udev links every USB serial port there by vendor, product and serial
+    number, so the name stays when the adapter comes back as ``ttyUSB1``
+    (a replug, a reboot with two adapters): the one to give as ``--port``.
+    """
+    try:
+        links = sorted(directory.iterdir())
+    except OSError:  # no USB serial device plugged in: udev made no folder
+        return {}
+    return {os.path.realpath(link): str(link) for link in links}
+
+
+def access_problem(path: str) -> str | None:
+    """Why this process may not open the device read-write, in words; None if it may.
+
+    The usual case on a fresh machine: the device is ``root:dialout 0660`` and
+    the user is not in ``dialout``; the line names the group and the fix.
+    """
+    if os.access(path, os.R_OK | os.W_OK):
+        return None
+    st = os.stat(path)
+    group = _name(grp.getgrgid, st.st_gid)
+    user = _name(pwd.getpwuid, os.geteuid())
+    mine = {os.getegid(), *os.getgroups()}
+    if st.st_mode & 0o060 == 0o060 and st.st_gid not in mine:
+        return (
+            f"permission denied: the device belongs to group {group}, and user {user} is not "
+            f"in it (sudo usermod -aG {group} {user}, then log in again)"
+        )
+    owner = _name(pwd.getpwuid, st.st_uid)
+    return (
+        f"permission denied (mode {stat.S_IMODE(st.st_mode):04o}, owner {owner}, "
+        f"group {group}; this is user {user})"
+    )
+
+
+def _name(lookup: Callable[[int], Any], number: int) -> str:
+    try:
+        return str(lookup(number)[0])
+    except KeyError:  # an id without a name
+        return str(number)
+
+
+def low_latency(device: str, sysfs: Path = SYSFS) -> tuple[int, str] | None:
+    """The USB serial adapter's latency timer to 1 ms, where its driver has one (FTDI).
+
+    An FTDI chip holds what it received until 62 bytes or the timer (16 ms
+    by default) pass, so every lamp command's ACK came up to 16 ms late.
+    The kernel shows the timer in sysfs beside the tty (``device/latency_timer``).
+    Only root may write it: an unprivileged daemon says so, and the udev rule
+    of ``service install --udev`` sets it at every plug-in.  Returns the log
+    level and the words to log, or None where the driver has no such timer
+    (a CDC-ACM hub, a pty, a URL).
+    """
+    st = os.stat(device)
+    timer = (
+        sysfs / "dev" / "char" / f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" / "device"
+    ) / "latency_timer"
+    try:
+        was = int(timer.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return logging.WARNING, f"{device}: cannot read its latency timer ({timer}): {exc}"
+    if was <= LATENCY_TIMER_MS:
+        return logging.INFO, f"{device}: USB latency timer {was} ms"
+    try:
+        timer.write_text(f"{LATENCY_TIMER_MS}\n")
+    except OSError as exc:
+        return logging.WARNING, (
+            f"{device}: USB latency timer {was} ms (adds up to {was} ms to every lamp "
+            f"command's ACK); cannot set it to {LATENCY_TIMER_MS} ms: {exc.strerror or exc} "
+            "(`firmware-host service install --udev` prints a udev rule that sets it)"
+        )
+    return logging.INFO, f"{device}: USB latency timer {was} ms -> {LATENCY_TIMER_MS} ms"
+
+
+def _claim(port: Any) -> None:
+    """The tty for us alone (TIOCEXCL): any later open(2) is EBUSY, root's aside.
+
+    pyserial's ``exclusive=True`` is an flock, which only programs that flock
+    respect; a terminal program or ModemManager opening the device would
+    otherwise share its bytes.
+    """
+    fcntl.ioctl(port.fileno(), termios.TIOCEXCL)
+
+
+def _release(port: Any) -> None:
+    """TIOCNXCL before closing: the flag outlives our fd while the tty exists (a pty)."""
+    fd = getattr(port, "fd", None)  # None once another thread closed the port
+    if port.is_open and fd is not None:
+        with suppress(OSError):  # a vanished device, or closed since: nothing left to release
+            fcntl.ioctl(fd, termios.TIOCNXCL)
+
+
 class _Reader(ReaderThread):
     """pyserial's ReaderThread, minus its one way to die.
 
@@ -116,6 +233,11 @@ class _Reader(ReaderThread):
             if self.protocol is not None:
                 self.protocol.connection_lost(exc)
                 self.protocol = None
+
+    def close(self) -> None:
+        if isinstance(self.serial, serial.Serial):  # a local tty (spy:// wraps one too)
+            _release(self.serial)
+        super().close()
 
 
 class _ChunkProtocol(Protocol):
@@ -164,6 +286,8 @@ class SerialTransport:
         backoff: Backoff = Backoff(),
         poll_s: float = 0.1,
         write_timeout_s: float = 0.5,
+        sysfs: Path = SYSFS,
+        wait_report_s: float = WAIT_REPORT_S,
     ) -> None:
         self.url = url
         self.baudrate = baudrate
@@ -180,6 +304,10 @@ class SerialTransport:
         self._opened = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._state = LinkState.CLOSED
+        self.sysfs = sysfs
+        self.wait_report_s = wait_report_s
+        self._waiting_since = 0.0  # monotonic s: the start of the present outage
+        self._reported_wait = 0.0  # its length when last logged
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -196,6 +324,11 @@ class SerialTransport:
     def wait_open(self, timeout_s: float | None = None) -> bool:
         """Block until the port is open (or ``timeout_s`` passes); True if it is."""
         return self._opened.wait(timeout_s)
+
+    @property
+    def closing(self) -> threading.Event:
+        """Set by :meth:`close`: no reopen will follow."""
+        return self._closing
 
     @property
     def state(self) -> LinkState:
@@ -249,6 +382,7 @@ class SerialTransport:
         while not self._closing.is_set():
             if attempt == 0:
                 self._set_state(LinkState.CONNECTING)
+                self._waiting_since = time.monotonic()
             try:
                 port = serial.serial_for_url(
                     self.url,
@@ -260,9 +394,11 @@ class SerialTransport:
                 )
             except (serial.SerialException, OSError, ValueError) as exc:
                 attempt += 1
-                self._set_state(LinkState.CONNECTING, error=str(exc), attempt=attempt)
+                self._set_state(LinkState.CONNECTING, error=self._why(exc), attempt=attempt)
                 self._closing.wait(self.backoff.delay_s(attempt))
                 continue
+            if is_device(self.url):
+                self._tune(port)
             error = self._run_connection(port)
             attempt = 0
             if error is not None:
@@ -270,6 +406,29 @@ class SerialTransport:
                 self._set_state(LinkState.LOST, error=error)
                 # Reopen at once (a brief glitch), then back off if it stays gone.
         self._set_state(LinkState.CLOSED)
+
+    def _why(self, exc: BaseException) -> str:
+        """An open's failure in words; a refused device names its group (dialout)."""
+        if is_device(self.url) and os.path.exists(self.url):
+            problem = access_problem(self.url)
+            if problem is not None:
+                return problem
+        if getattr(exc, "errno", None) in (errno.EBUSY, errno.EWOULDBLOCK):
+            return f"{exc} (another program has it: a second daemon, ModemManager, a terminal)"
+        return str(exc)
+
+    def _tune(self, port: serial.SerialBase) -> None:
+        """A local tty: ours alone (TIOCEXCL), and the adapter's latency timer at 1 ms."""
+        try:
+            _claim(port)
+        except OSError as exc:
+            log.warning("%s: cannot take the port for this process alone: %s", self.url, exc)
+        try:
+            told = low_latency(self.url, self.sysfs)
+        except OSError as exc:  # vanished between the open and now: the reader will see it
+            told = logging.DEBUG, f"{self.url}: no latency timer read: {exc}"
+        if told is not None:
+            log.log(*told)
 
     def _run_connection(self, port: serial.SerialBase) -> str | None:
         """Read until the port fails or close(); the failure text, or None on close."""
@@ -306,16 +465,32 @@ class SerialTransport:
             self._opened.set()
         status = LinkStatus(state, self.url, time.monotonic_ns(), error, attempt)
         if state is LinkState.LOST:
-            log.warning("%s: link lost: %s", self.url, error)
-        elif state is LinkState.CONNECTING and error:
-            # The first failure is news; the retries after it are noise.
+            # A consumer of on_status (the daemon) says it in its own words, once: whether
+            # it is a loss at all (a virtual table hanging up at its match's end is not).
             log.log(
-                logging.WARNING if attempt == 1 else logging.DEBUG,
-                "%s: open failed (attempt %d): %s",
+                logging.INFO if self._on_status else logging.WARNING,
+                "%s: link lost: %s",
                 self.url,
-                attempt,
                 error,
             )
+        elif state is LinkState.CONNECTING and error:
+            # The first failure is news; then a reminder every wait_report_s (an absent
+            # device is waited for: a USB adapter that enumerates late, a cable out).
+            waited = time.monotonic() - self._waiting_since
+            if attempt == 1:
+                log.warning("%s: open failed (attempt 1): %s; waiting for it", self.url, error)
+                self._reported_wait = 0.0
+            elif waited - self._reported_wait >= self.wait_report_s:
+                log.warning(
+                    "%s: still waiting for the port (%.0f s, attempt %d): %s",
+                    self.url,
+                    waited,
+                    attempt,
+                    error,
+                )
+                self._reported_wait = waited
+            else:
+                log.debug("%s: open failed (attempt %d): %s", self.url, attempt, error)
         elif state is not previous:
             log.info("%s: %s", self.url, state.value)
         if self._on_status is not None:

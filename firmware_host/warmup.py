@@ -349,6 +349,81 @@ def steps() -> list[tuple[str, Callable[[], Any]]]:
 # -- the command ---------------------------------------------------------------------------
 
 
+@dataclass
+class Progress:
+    """Where a warm-up is: its ``--machine`` line, parsed back in one place.
+
+    ``left_s`` is the time still to go, estimated from the compile work done
+    so far: each kernel weighs what it cost to compile on the development
+    machine (:mod:`.compile_costs`), so the fraction done holds on a slower
+    board too, and the time so far scales it (None until a tenth is done).
+    """
+
+    step: int
+    steps: int
+    ready: int
+    total: int
+    seconds: float
+    left_s: float | None
+    what: str
+
+    def line(self) -> str:
+        left = -1 if self.left_s is None else round(self.left_s)
+        return (
+            f"progress {self.step} {self.steps} {self.ready} {self.total} "
+            f"{self.seconds:.0f} {left} {self.what}"
+        )
+
+    @classmethod
+    def parse(cls, line: str) -> Progress | None:
+        parts = line.split(maxsplit=7)
+        if len(parts) != 8 or parts[0] != "progress":
+            return None
+        try:
+            step, steps_, ready, total, left = (int(parts[i]) for i in (1, 2, 3, 4, 6))
+            seconds = float(parts[5])
+        except ValueError:
+            return None
+        return cls(step, steps_, ready, total, seconds, None if left < 0 else left, parts[7])
+
+    def words(self) -> str:
+        """``step 2/3 (the decoder, timing core and fusion), 84 of 127 kernels ready, about
+        40 s left``."""
+        left = "" if self.left_s is None else f", about {_duration(self.left_s)} left"
+        return (
+            f"step {self.step}/{self.steps} ({self.what}), "
+            f"{self.ready} of {self.total} kernels ready{left}"
+        )
+
+
+def _duration(seconds: float) -> str:
+    """``40 s``, ``2 min 10 s`` (rounded to 10 s past a minute: it is an estimate)."""
+    if seconds < 60:
+        return f"{max(seconds, 1):.0f} s"
+    minutes, rest = divmod(round(seconds / 10) * 10, 60)
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+
+
+MIN_DONE = 0.1  # no estimate of the time left before this fraction of the work is done
+
+
+def time_left(elapsed: float, weight: list[float], ready: list[bool]) -> float | None:
+    """The seconds still to go at the pace so far, from the weighed share of the kernels
+    ready (None before ``MIN_DONE`` of it)."""
+    done = sum(w for w, r in zip(weight, ready, strict=True) if r) / (sum(weight) or 1.0)
+    return elapsed * (1 - done) / done if done >= MIN_DONE else None
+
+
+def weights(every: list[Any]) -> list[float]:
+    """Each kernel's compile cost on the development machine (:mod:`.compile_costs`); a
+    kernel not listed (new since) weighs the median."""
+    from .compile_costs import OWN_S
+
+    known = sorted(OWN_S.values())
+    median = known[len(known) // 2] if known else 1.0
+    return [OWN_S.get(_name(k), median) for k in every]
+
+
 def warm_up(say: Callable[[str], None] | None = None, log: CompileLog | None = None) -> float:
     """Run every step; ``say`` gets progress lines.  Returns the seconds it took."""
     started = time.monotonic()
@@ -356,15 +431,16 @@ def warm_up(say: Callable[[str], None] | None = None, log: CompileLog | None = N
     log.install()
     plan = steps()
     every = kernels()
+    weight = weights(every)
     state = {"step": 0, "name": "loading the kernel modules"}
     done = threading.Event()
 
     def line() -> str:
-        ready = sum(1 for k in every if k.overloads)  # compiled, or loaded from the cache
-        return (
-            f"progress {state['step']} {len(plan)} {ready} {len(every)} "
-            f"{time.monotonic() - started:.0f} {state['name']}"
-        )
+        ready = [bool(k.overloads) for k in every]  # compiled, or loaded from the cache
+        elapsed = time.monotonic() - started
+        said = Progress(state["step"], len(plan), sum(ready), len(every), elapsed,
+                        time_left(elapsed, weight, ready), str(state["name"]))  # fmt: skip
+        return said.line()
 
     def heartbeat() -> None:
         while not done.wait(PROGRESS_S):
@@ -387,14 +463,10 @@ def warm_up(say: Callable[[str], None] | None = None, log: CompileLog | None = N
 
 def describe(line: str) -> str:
     """A ``--machine`` progress line in words (what ``run`` prints on stderr)."""
-    parts = line.split(maxsplit=6)
-    if len(parts) == 7 and parts[0] == "progress":
-        step, steps_, ready, total, seconds, what = (*parts[1:6], parts[6])
-        return (
-            f"compiling the numba kernels, once per install: step {step}/{steps_} ({what}), "
-            f"{ready} of {total} kernels ready, {seconds} s"
-        )
-    return line
+    said = Progress.parse(line)
+    if said is None:
+        return line
+    return f"compiling the numba kernels, once per install: {said.words()}, {said.seconds:.0f} s"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -496,11 +568,9 @@ class Background:
     def _read(self) -> None:
         for raw in self.proc.stdout:
             line = raw.decode(errors="replace").strip() if isinstance(raw, bytes) else raw.strip()
-            if line.startswith("progress "):
-                parts = line.split(maxsplit=6)
-                if len(parts) == 7:
-                    step, steps_, ready, total, _, what = parts[1:]
-                    self._state = f"step {step}/{steps_} ({what}), {ready} of {total} kernels ready"
+            said = Progress.parse(line)
+            if said is not None:
+                self._state = said.words()
         code = self.proc.wait()
         self.seconds = time.monotonic() - self._started
         if self._quiet:
@@ -520,6 +590,11 @@ class Background:
             self._say(
                 f"compiling the numba kernels, once per install: {self._state}, {elapsed:.0f} s"
             )
+
+    @property
+    def state(self) -> str:
+        """Where the compile is, in words (with the time left once it can be told)."""
+        return self._state
 
     def quiet(self) -> None:
         """Say nothing more (run is ending it)."""

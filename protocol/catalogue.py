@@ -248,6 +248,13 @@ INDICATOR_STATES: dict[str, int] = {
     "fault": 6,
 }
 ACK_STATUS: dict[int, str] = {0: "ok", 1: "unknown type", 2: "bad argument", 3: "busy"}
+LOG_LEVELS: dict[int, str] = {0: "debug", 1: "info", 2: "warning", 3: "error"}
+BALL_COLOURS: dict[int, str] = {0: "white", 1: "coloured", 255: "unknown"}  # POCKET_DROP.colour
+LINE_DIRECTIONS: dict[int, str] = {  # LINE_CROSS.direction
+    0: "towards the front cushion",
+    1: "towards the back cushion",
+    2: "no crossing",
+}
 
 
 def crc32(data: bytes) -> int:

@@ -26,6 +26,7 @@ from . import kernels as k
 from .catalogue import BY_TYPE, HEADER_SIZE, crc32
 from .framing import BadFrame, Message, Retransmission, UnknownFrame, parse_body
 from .layout import COUNTED, GREEDY, PREFIX_SIZE, all_layouts, layout, rule_table
+from .seqwindow import seq_states
 
 FRAME_DTYPE = np.dtype(
     [
@@ -38,6 +39,8 @@ FRAME_DTYPE = np.dtype(
         ("t_us", "<u4"),
         ("length", "<i4"),  # good: header + payload bytes; bad: bytes on the wire
         ("row", "<i8"),  # row in tables[name] (OK) or in unknown (UNKNOWN)
+        ("seq_mark", "u1"),  # what its seq says (protocol.seqwindow: NEXT, GAP, LATE ...)
+        ("seq_gap", "<u2"),  # GAP: frames of its node missing just before it
     ]
 )
 _RULES = rule_table()
@@ -147,7 +150,7 @@ class StreamDecoder:
         self._offset = 0  # stream offset of _pending[0]
         self._overflow_start = -1
         self._accounts = k.StreamAccounts(
-            seq_state=np.zeros((256, 3), np.int64),
+            seq_state=seq_states(),
             boot=np.zeros(2, np.int64),
             lost=np.zeros(256, np.int64),
             bad=np.zeros(len(k.BAD_REASONS), np.int64),

@@ -23,6 +23,8 @@ import numpy as np
 
 from .catalogue import HEADER_SIZE, MAX_BODY, MIN_BODY, PROTOCOL_VERSION
 from .layout import PREFIX_SIZE
+from .seqwindow import DUPLICATE as SEQ_DUPLICATE
+from .seqwindow import GAP, LATE, NONE, REBOOT, account
 
 # Bytes between two delimiters of the longest valid frame: a 254-byte body
 # needs one COBS code byte.
@@ -36,10 +38,6 @@ BAD_REASONS = ("cobs", "crc", "length", "version", "payload length")
 # Rule table columns (protocol.layout.rule_table).
 _KNOWN, _RULE, _BASE, _ITEM, _COUNT_AT, _MAX_ITEMS = range(6)
 _COUNTED, _GREEDY = 1, 2
-
-# seq_state columns per node
-_HAS, _LAST, _WINDOW = 0, 1, 2
-WINDOW_BITS = 64  # a retransmission up to 63 frames late is still recognised
 
 # misc counters
 M_FRAMES, M_UNKNOWN, M_DUPLICATES, M_BOOTS = range(4)
@@ -63,8 +61,9 @@ class FrameChecks(NamedTuple):
 class StreamAccounts(NamedTuple):
     """A stream's running accounts, carried from chunk to chunk; all int64.
 
-    ``seq_state`` (256, 3): per node ``_HAS``, ``_LAST`` seq, the ``_WINDOW``
-    bit mask of recent seqs seen.  ``boot`` (2,): [a hub HELLO seen, its
+    ``seq_state`` (256, ``seqwindow.STATE_COLUMNS``): per node its window of
+    recent seqs (:mod:`protocol.seqwindow`, the one rule of gap, late,
+    duplicate and restart).  ``boot`` (2,): [a hub HELLO seen, its
     boot_id].  ``lost`` (256,): frames lost per node.  ``bad``
     (len(BAD_REASONS),): bad frames per reason.  ``misc`` (4,): the ``M_*``
     counters (frames, unknown, duplicates, hub reboots).
@@ -190,42 +189,6 @@ def _payload_status(b: np.ndarray, s: int, body_len: int, rules: np.ndarray) -> 
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _account(node: int, seq: int, retx: bool, seq_state: np.ndarray, lost: np.ndarray) -> bool:
-    """Per-node seq bookkeeping; False for a retransmission already delivered."""
-    if seq_state[node, _HAS] == 0:
-        seq_state[node, _HAS] = 1
-        seq_state[node, _LAST] = seq
-        seq_state[node, _WINDOW] = 1
-        return True
-    last = seq_state[node, _LAST]
-    window = np.uint64(seq_state[node, _WINDOW])
-    d = (seq - last) & 0xFFFF
-    if d == 0:
-        return not retx
-    if d < 0x8000:  # ahead: the frames in between were lost
-        lost[node] += d - 1
-        if d >= WINDOW_BITS:
-            window = np.uint64(1)
-        else:
-            window = (window << np.uint64(d)) | np.uint64(1)
-        seq_state[node, _LAST] = seq
-        seq_state[node, _WINDOW] = np.int64(window)
-        return True
-    back = 0x10000 - d
-    if retx and back < WINDOW_BITS:
-        bit = np.uint64(1) << np.uint64(back)
-        if window & bit:
-            return False
-        seq_state[node, _WINDOW] = np.int64(window | bit)
-        lost[node] -= 1  # a frame counted lost has arrived after all
-        return True
-    # Far behind and not a retransmission: the node restarted its counter.
-    seq_state[node, _LAST] = seq
-    seq_state[node, _WINDOW] = 1
-    return True
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
     """COBS-decode from buf[i] up to the next 0x00, in one read of each byte.
 
@@ -236,11 +199,12 @@ def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
     size = buf.size
     j = i
     n = 0
-    code = 0xFF
+    last_code = 0xFF  # the last group's code byte (the delimiter is not a group)
     while j < size:
         code = int(buf[j])
         if code == 0:
             break
+        last_code = code
         j += 1
         group_end = min(j + code - 1, size)
         while j < group_end:
@@ -255,8 +219,8 @@ def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
             n += 1
     if j >= size:
         return -1, n, False
-    if code < 0xFF and n:
-        n -= 1  # the last group's zero is the delimiter itself
+    if last_code < 0xFF and n:
+        n -= 1  # the last short group's zero is the delimiter itself; a full block has none
     return j, n, True
 
 
@@ -302,7 +266,7 @@ def scan(
     """Decode every complete frame of buf; returns (frames, bytes consumed).
 
     Per frame: :func:`_unstuff`, :func:`_check_frame`, then :func:`_file_bad`,
-    or :func:`_file_header`, :func:`_note_boot`, :func:`_account` and the body
+    or :func:`_file_header`, :func:`_note_boot`, :func:`seqwindow.account` and the body
     kept: a known type's as its next record (:func:`_write_record`), an unknown
     type's in ``out.raw`` (``row`` = start).  An unclosed frame waits for the
     next chunk.  The tuples are unpacked once, here: the per-frame steps take
@@ -339,9 +303,17 @@ def scan(
             _file_bad(f, frame_offset, length, status, bad)
             continue
         _file_header(f, frame_offset, body, body_len)
+        rebooted = False
         if body[1] == _HELLO and status == OK and body[2] == 0:
-            _note_boot(_u32(body, _BOOT_ID_AT), accounts)
-        duplicate = not _account(body[2], _u16(body, 4), (body[3] & 1) != 0, seq_state, lost)
+            rebooted = _note_boot(_u32(body, _BOOT_ID_AT), accounts)
+        mark, missing = account(seq_state[body[2]], _u16(body, 4), (body[3] & 1) != 0)
+        if mark == GAP:
+            lost[body[2]] += missing
+        elif mark == LATE:
+            lost[body[2]] -= 1  # a frame counted lost has arrived after all
+        f["seq_mark"] = REBOOT if rebooted else mark
+        f["seq_gap"] = missing
+        duplicate = mark == SEQ_DUPLICATE
         if duplicate or status == UNKNOWN:
             # kept as raw bytes for the printer (decode shows the wire as it is), never as a
             # record the pipeline would take twice; raw holds len(buf) >= every body's bytes
@@ -405,6 +377,8 @@ def _file_bad(f: np.void, frame_offset: int, length: int, status: int, bad: np.n
     f["flags"] = 0
     f["seq"] = 0
     f["t_us"] = 0
+    f["seq_mark"] = NONE
+    f["seq_gap"] = 0
     f["status"] = status
 
 
@@ -426,20 +400,21 @@ def _file_header(f: np.void, frame_offset: int, body: np.ndarray, body_len: int)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _note_boot(boot_id: int, accounts: StreamAccounts) -> None:
-    """A hub HELLO: a boot_id other than the last one means the hub rebooted.
+def _note_boot(boot_id: int, accounts: StreamAccounts) -> bool:
+    """A hub HELLO: a boot_id other than the last one means the hub rebooted (True).
 
     Every node's seq counter restarts with the hub, so the seq windows are
     cleared (no false losses or duplicates across the reboot) and the reboot
     is counted.  The first HELLO of a stream only records its boot_id.
     """
     boot = accounts.boot
-    if boot[0] == 0 or boot[1] != boot_id:
-        if boot[0] != 0:
-            accounts.misc[M_BOOTS] += 1
-            accounts.seq_state[:, :] = 0
-        boot[0] = 1
-        boot[1] = boot_id
+    rebooted = boot[0] != 0 and boot[1] != boot_id
+    if rebooted:
+        accounts.misc[M_BOOTS] += 1
+        accounts.seq_state[:, :] = 0
+    boot[0] = 1
+    boot[1] = boot_id
+    return rebooted
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")

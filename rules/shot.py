@@ -388,9 +388,12 @@ def unreported(shot: Shot, config: RulesConfig, after_us: int) -> list[Event]:
             e["type"] == kind and _key(e) == key and t - e["t_us"] <= MOVED_SLACK_US for e in out
         )
 
+    length, width, radius = shot.table.length_mm, shot.table.width_mm, shot.ball_mm / 2
     for ball, path in paths.items():
         points = [(shot.t0, *pos[ball]), *path]
         for (_, xa, ya), (t, x, y), (_, xb, yb) in zip(points, points[1:], [*points[2:], _END]):
+            if t <= after_us or min(x, y, length - x, width - y) - radius >= reach:
+                continue  # not after the contact, or no cushion's nose within reach (busy tables)
             c = shot.table.cushion_of(x, y)
             gap = shot.table.cushion_gap(c, x, y)
             nx, ny = _INWARD[c]
@@ -935,6 +938,8 @@ class _Scan:
         """What happened, as a referee recounts it: what came before the first contact
         does not count (note 1), so it is told apart."""
         a, b = self.contact["balls"]
+        if b == self.shot.cue_ball:  # the pair is unordered; the cue ball is the one moving
+            a, b = b, a
         head = f"after {ball_name(a)} hit {ball_name(b)}"
         told = f"{head}, {', '.join(self.seen)}" if self.seen else f"{head} nothing followed"
         before = []
@@ -949,9 +954,9 @@ class _Scan:
 def _describe(ev: Event) -> str | None:
     if ev["type"] == "cushion":
         return f"{ball_name(ev['ball'])} hit cushion {ev['cushion']}"
-    if ev["type"] == "ball_contact":
+    if ev["type"] == "ball_contact":  # an unordered pair: which one moved is not known here
         a, b = ev["balls"]
-        return f"{ball_name(a)} hit {ball_name(b)}"
+        return f"{ball_name(a)} and {ball_name(b)} touched"
     if _is_centre(ev):
         return f"{ball_name(ev['ball'])} crossed the centre line"
     return None

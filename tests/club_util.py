@@ -6,9 +6,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from outside_parts import require
 
-from firmware_host.mqtt.broker import Mosquitto, mosquitto_path
+from firmware_host.mqtt.broker import Mosquitto
 from firmware_host.mqtt.club import Club
 from firmware_host.mqtt.publisher import Tls
 from firmware_host.mqtt.topics import broker_url
@@ -16,8 +16,7 @@ from firmware_host.mqtt.topics import broker_url
 
 def running_broker(tmp_path: Path) -> Iterator[Mosquitto]:
     """For a module's ``broker`` fixture: Mosquitto started in tmp_path, stopped after."""
-    if mosquitto_path() is None:
-        pytest.fail("mosquitto is not installed: apt-get install mosquitto (.ci/run does)")
+    require("mosquitto")
     server = Mosquitto(tmp_path / "broker")
     server.start()
     yield server

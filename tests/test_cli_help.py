@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from firmware_host.cli import build_parser, main
+from firmware_host.cli import build_parser, main, named_command
 
 MARKUP = re.compile(r"``|:[a-z]+:`")
 
@@ -98,3 +98,24 @@ def test_an_error_is_one_line_naming_the_command(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(says) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("name", sorted({words[0] for words, _ in COMMANDS.values()}))
+def test_a_command_line_naming_its_command_parses_as_with_every_command(name: str) -> None:
+    """`firmware-host events …` builds the events parser alone (docs/speed.md): the same
+    help, the same parse, and -v before the command still counted."""
+    full = build_parser()._subparsers._group_actions[0].choices[name]  # type: ignore[union-attr]
+    alone = build_parser(named_command([name]))
+    assert list(alone._subparsers._group_actions[0].choices) == [name]  # type: ignore[union-attr]
+    assert alone._subparsers._group_actions[0].choices[name].format_help() == full.format_help()  # type: ignore[union-attr]
+    for words, parser in (v for v in COMMANDS.values() if v[0][0] == name):
+        argv = ["-v", *minimal(words, parser)]
+        assert named_command(argv) == name
+        assert vars(alone.parse_args(argv)) == vars(build_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help", "events"], ["--version"], ["evnts", "x"], ["-vx", "events"], []]
+)
+def test_help_version_and_a_misspelt_command_get_every_command(argv: list[str]) -> None:
+    assert named_command(argv) is None

@@ -14,8 +14,9 @@ from pathlib import Path
 import paho.mqtt.client as mqtt
 import pytest
 from club_util import wait_for
+from outside_parts import require
 
-from firmware_host.mqtt.broker import Mosquitto, mosquitto_path
+from firmware_host.mqtt.broker import Mosquitto
 
 ACL = Path(__file__).resolve().parents[1] / "docs" / "club" / "mosquitto.acl"
 USERS = {"t1": "pw-t1", "t2": "pw-t2", "club": "pw-club", "scoreboard": "pw-board"}
@@ -23,8 +24,7 @@ USERS = {"t1": "pw-t1", "t2": "pw-t2", "club": "pw-club", "scoreboard": "pw-boar
 
 @pytest.fixture
 def secured(tmp_path):
-    if mosquitto_path() is None:
-        pytest.fail("mosquitto is not installed: apt-get install mosquitto (.ci/run does)")
+    require("mosquitto")
     passwd = tmp_path / "passwd"
     for user, password in USERS.items():
         create = ["-c"] if not passwd.exists() else []

@@ -65,4 +65,4 @@ def test_bad_commands_are_answered_and_a_good_one_acts_once(broker, tmp_path):
         assert result["ok"] is False and says in result["error"], result
     assert results[-2] == {"id": "ok-1", "ok": True, "key": "new_frame"}
     assert results[-1] == {**results[-2], "duplicate": True}
-    assert pressed == [("new_frame", 0, "mqtt")]
+    assert pressed == [("new_frame", 0, "mqtt command ok-1")]  # logged with its id

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from club_util import Subscriber, wait_for
+from outside_parts import require
 
-from firmware_host.mqtt.broker import Mosquitto, mosquitto_path
+from firmware_host.mqtt.broker import Mosquitto
 from firmware_host.mqtt.publisher import TablePublisher, Tls
 from firmware_host.mqtt.spool import Spool
 from firmware_host.mqtt.topics import broker_url
@@ -23,7 +24,7 @@ EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
 
 def openssl(*args: str | Path) -> None:
-    subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
+    subprocess.run([require("openssl"), *map(str, args)], check=True, capture_output=True)
 
 
 def ca(folder: Path, name: str) -> tuple[Path, Path]:
@@ -34,8 +35,7 @@ def ca(folder: Path, name: str) -> tuple[Path, Path]:
 
 @pytest.fixture
 def tls_broker(tmp_path):
-    if mosquitto_path() is None:
-        pytest.fail("mosquitto is not installed: apt-get install mosquitto (.ci/run does)")
+    require("mosquitto")
     club_ca, club_key = ca(tmp_path, "club-ca")
     crt, key, csr = tmp_path / "broker.crt", tmp_path / "broker.key", tmp_path / "broker.csr"
     openssl("req", *EC, "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -11,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from firmware_host.command_link import LinkHealth
 from firmware_host.daemon import Daemon
+from firmware_host.engine import Compiled
 from firmware_host.pipeline import replay
+from firmware_host.service.health import HealthMonitor, problems
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.faults import FaultPlan
 from firmware_host.virtual_table.hub import HubConfig, build_wire
@@ -73,6 +77,8 @@ def test_live_verdicts_equal_a_replay_of_the_recording_and_drive_the_lamp(two_sh
     # every lamp change was acknowledged (the REQUEST_HELLO sent before the
     # table booted may have gone unanswered: that one is reported, not fatal)
     assert daemon.stats.decoder["per_type"]["ACK"] >= len(verdicts(lines))
+    # ... and the table's first HELLO re-probed the link: the status is healthy again
+    assert daemon.indicator_ok and daemon.indicator_problem is None
 
 
 def test_hub_reboot_and_garbage_are_reported_and_survived(two_shots, tmp_path):
@@ -86,7 +92,7 @@ def test_hub_reboot_and_garbage_are_reported_and_survived(two_shots, tmp_path):
 
 @pytest.mark.parametrize(
     "port, says",
-    [("/dev/no-such-table", "no such device"), ("bogus://x", "protocol 'bogus' not known")],
+    [("/dev/null", "not a tty"), ("bogus://x", "protocol 'bogus' not known")],
 )
 def test_run_with_a_bad_port_says_so_in_one_line_and_exits_2(port, says):
     done = subprocess.run(
@@ -133,3 +139,107 @@ def test_run_without_a_port_referees_the_virtual_table_to_its_intended_verdicts(
         if v["kind"] == "verdict" and not v.get("early")
     ] == intended
     assert "link lost" not in done.stderr  # the table says "match over" before it hangs up
+
+
+class FirstFeedLoads(Compiled):
+    """The compiled pipeline as a warm start has it: its first call loads the numba kernels
+    from the cache, which holds the pipeline thread 0.3-2 s (measured: 2.0 s on a busy
+    machine, while the hub's ACK to REQUEST_HELLO came 1.6 ms after the send)."""
+
+    LOAD_S = 0.3  # above the command link's 200 ms for four transmissions
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loaded = threading.Event()
+
+    def feed(self, data: bytes, host_rx_ns: int):
+        if not self.loaded.is_set():
+            time.sleep(self.LOAD_S)
+            self.loaded.set()
+        return super().feed(data, host_rx_ns)
+
+
+def warm_start(wire, plan_noack: bool = False) -> tuple[Daemon, list[str]]:
+    """One start against a table that is up: the hub boots on the host's first frame, as
+    `run`'s virtual table does, and ACKs the REQUEST_HELLO at once."""
+    hub = VirtualHub(wire, speed=SPEED, wait_for_host=True).start()
+    engine = FirstFeedLoads()
+    daemon = Daemon(hub.device, engine=engine)
+    stop = threading.Event()
+    runner = threading.Thread(target=lambda: daemon.run(stop, abandon=stop))
+    try:
+        runner.start()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (
+            engine.loaded.is_set() and daemon._link.health is not LinkHealth.UNKNOWN
+        ):
+            time.sleep(0.01)
+        status = HealthMonitor(daemon, None).status(time.monotonic_ns())
+    finally:
+        stop.set()
+        runner.join(10)
+        hub.close()
+    lamp = [p for p in problems(status, time.time()) if p.startswith("indicator")]
+    return daemon, [status["indicator"], *lamp]  # the nodes may not be heard from yet
+
+
+def test_fifty_warm_starts_give_no_false_lamp_link_alarm_and_status_agrees_with_the_log(
+    two_shots, caplog
+):
+    """Issue 24: the hub's ACK came 1.6 ms after the REQUEST_HELLO but waited behind the
+    pipeline thread's first feed, so the link was declared failed on most warm starts."""
+    wire = build_wire(two_shots, HubConfig(seed=3))
+    replay(b"".join(wire.chunks[:50]))  # the kernels loaded once, here (not thread-safe)
+    alarms = []
+    with caplog.at_level(logging.INFO, logger="firmware_host"):
+        for start in range(50):
+            caplog.clear()
+            daemon, said = warm_start(wire)
+            logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+            if said != ["ok"] or logged or not daemon.indicator_ok:
+                alarms.append((start, said, logged))
+            assert daemon._link.stats.acked >= 1, "the REQUEST_HELLO was never acknowledged"
+    assert alarms == []
+
+
+def test_a_hub_that_never_acks_is_one_line_in_the_log_and_the_same_words_in_status(caplog):
+    deaf = FaultPlan(no_ack=((-10.0, 600.0),))  # from before the hub's boot (its lead-in)
+    wire = build_wire(scenarios.SCENARIOS["double_hit"](), HubConfig(seed=3, faults=deaf))
+    with caplog.at_level(logging.INFO, logger="firmware_host"):
+        _, said = warm_start(wire)
+    logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    problem = "indicator link failed: no ACK for REQUEST_HELLO seq 0 after 3 resends"
+    assert logged == [problem]
+    assert said == ["failed", problem]
+
+
+def test_a_table_that_closes_its_port_before_its_match_over_is_read_is_no_lost_link(caplog):
+    """The virtual table says "match over", then closes its pty 1 s later; on a busy
+    machine `run` may read the words after the port is gone: that is the match's end, not a
+    lost link (and no lamp alarm for a command the closed port could not take)."""
+    wire = build_wire(scenarios.SCENARIOS["double_hit"](), HubConfig(seed=3))
+    hub = VirtualHub(wire, speed=SPEED, wait_for_host=True).start()
+    daemon = Daemon(hub.device)
+    stop = threading.Event()
+    runner = threading.Thread(target=lambda: daemon.run(stop, hang_up=True))
+    with caplog.at_level(logging.INFO, logger="firmware_host"):
+        try:
+            runner.start()
+            assert daemon.connected.wait(20), "the daemon never opened the port"
+            time.sleep(0.3)
+            daemon._link.set_indicator("ready")  # in flight when the port goes
+            hub.close()  # the port is gone; "match over" is still unread
+            time.sleep(0.5)
+            stop.set()  # ... read now
+        finally:
+            stop.set()
+            runner.join(20)
+    assert daemon.stats.link_losses == 0
+    assert daemon.indicator_ok, "a lamp alarm for the closed port"
+    said = [r.getMessage() for r in caplog.records if r.name == "firmware_host.daemon"]
+    assert any("closed by the table at the end of its match" in m for m in said), said
+    assert not [
+        r
+        for r in caplog.records
+        if r.name.startswith("firmware_host.daemon") and r.levelno >= logging.WARNING
+    ]

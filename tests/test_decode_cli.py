@@ -135,8 +135,9 @@ WIRE += [("CUSHION_HIT", 1, 6, 0)]
         ([], [(1, 5, False), (1, 5, True), (3, 6, False), (1, 6, False)]),
         (["--node", "3"], [(3, 6, False)]),
         (["--node", "1", "--type", "CUSHION_HIT"], [(1, 5, False), (1, 5, True), (1, 6, False)]),
-        (["--from", "5.5"], [(3, 6, False), (1, 6, False)]),
-        (["--to", "5.5"], [(1, 5, False), (1, 5, True)]),
+        (["--where", "seq >= 6"], [(3, 6, False), (1, 6, False)]),
+        (["--where", "not duplicate and node == 'rails'"], [(1, 5, False), (1, 6, False)]),
+        (["--where", "duplicate"], [(1, 5, True)]),
     ],
 )
 def test_decode_shows_every_frame_a_retransmission_marked_and_filters_only_lines(
@@ -158,9 +159,21 @@ def test_decode_shows_every_frame_a_retransmission_marked_and_filters_only_lines
     assert text.count("DUPLICATE (already delivered)") == sum(d for _, _, d in shown)
 
 
-def _live_decode(args: list[str], feed) -> tuple[list[dict], int]:
-    """``decode --json ARGS`` in its own process; ``feed()`` gives it bytes; then Ctrl-C."""
+def _holds(pid: int, path: str) -> bool:
+    """Process ``pid`` has ``path`` open."""
+    fds = f"/proc/{pid}/fd"
+    try:
+        return any(os.readlink(os.path.join(fds, fd)) == path for fd in os.listdir(fds))
+    except OSError:
+        return False
+
+
+def _live_decode(args: list[str], feed, opens: str, lines: int) -> tuple[list[dict], int]:
+    """``decode --json ARGS`` in its own process; once it holds ``opens`` open, ``feed()``
+    gives it bytes; once it printed ``lines`` lines (or a minute passed), Ctrl-C.  Waiting
+    on what the process did, not on a clock, keeps this right on a loaded machine."""
     import signal
+    import threading
     import time
 
     proc = subprocess.Popen(
@@ -169,46 +182,50 @@ def _live_decode(args: list[str], feed) -> tuple[list[dict], int]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
+    reader.start()
     try:
+        deadline = time.monotonic() + 60
+        while not _holds(proc.pid, opens) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the transport configures the port it opened
         feed()
-        time.sleep(2.0)  # a few polls of the file or the link
+        while len(out) < lines and time.monotonic() < deadline:
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        reader.join(timeout=10)
+        err = proc.stderr.read()
     finally:
         proc.kill()
     assert "Traceback" not in err, err
-    return [json.loads(x) for x in out.splitlines()], proc.returncode
+    return [json.loads(x) for x in out], proc.returncode
 
 
 def test_follow_decodes_what_is_appended_to_a_capture_until_ctrl_c(tmp_path):
-    import time
-
     capture = tmp_path / "growing.bin"
     first, rest = _frames(*WIRE[:2]), _frames(*WIRE[2:])
     capture.write_bytes(first)
 
     def grow() -> None:
-        time.sleep(1.0)
         with capture.open("ab") as f:
             f.write(rest)
 
-    lines, status = _live_decode([str(capture), "--follow"], grow)
+    lines, status = _live_decode([str(capture), "--follow"], grow, str(capture), 4)
     *frames, summary = lines
     assert [(f["node"], f["seq"]) for f in frames] == [(1, 5), (1, 5), (3, 6), (1, 6)]
     assert summary["summary"]["frames"] == 3 and status == 0
 
 
 def test_port_decodes_a_live_link_until_ctrl_c():
-    import time
-
     master, slave = os.openpty()
     try:
 
         def send() -> None:
-            time.sleep(1.5)  # the link opened (the transport polls for it)
             os.write(master, _frames(*WIRE))
 
-        lines, status = _live_decode(["--port", os.ttyname(slave)], send)
+        lines, status = _live_decode(["--port", os.ttyname(slave)], send, os.ttyname(slave), 4)
     finally:
         os.close(master)
         os.close(slave)

@@ -5,12 +5,12 @@ lamp commands and their ACKs in order, each marked with its direction."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 from pathlib import Path
 
 import pytest
+from outside_parts import require
 from proc_util import run_cli as cli
 from test_daemon import referee_live
 
@@ -105,10 +105,10 @@ def test_decode_shows_each_lamp_command_then_its_ack(recording: Path) -> None:
     assert any(x.startswith("<- ") and "ACK" in x for x in text)
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
 def test_pcap_of_a_recording_has_both_directions_in_host_time(
     recording: Path, tmp_path: Path
 ) -> None:
+    require("tshark")
     pcap = tmp_path / "both.pcapng"
     assert cli("pcap", str(recording), "-o", str(pcap)).returncode == 0
     done = subprocess.run(

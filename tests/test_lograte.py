@@ -62,3 +62,24 @@ def test_a_message_that_does_not_repeat_is_told_every_time(logged):
         clock.now = 61.0 * minute
         log.warning("hub rebooted: boot_id %08x", minute)
     assert len(lines) == 5 and "more like this" not in " ".join(lines)
+
+
+def test_a_referee_press_is_always_told_never_summed():
+    """An audit record (issue 24): the 6th press in a minute is told like the first."""
+    now = [0.0]
+    limit = RateLimit(burst=5, window_s=60.0, clock=lambda: now[0])
+    told = []
+    for n in range(8):
+        record = logging.LogRecord(
+            "firmware_host.presses",
+            logging.INFO,
+            __file__,
+            1,
+            "referee press from %s: %s %d",
+            ("page 10.0.0.7", "new_frame", 0),
+            None,
+        )
+        record.audit = True
+        told.append(limit.filter(record))
+        now[0] += 1.0
+    assert told == [True] * 8

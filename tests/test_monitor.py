@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from outside_parts import require
 
 from firmware_host.linkwatch.player import CapturePlayer
 from firmware_host.linkwatch.tally import LinkTally, NodeHealth
@@ -111,6 +112,7 @@ class Terminal:
     """One tmux server of our own (its own socket), 200 x 50, running one command."""
 
     def __init__(self, command: list[str]) -> None:
+        require("tmux")
         self.socket = f"monitor-test-{uuid.uuid4().hex[:12]}"
         # the shell line stays after the command, with its exit status, for the test to read
         line = f"{shlex.join(command)}; echo exit status $?; sleep 60"

@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from firmware_host.cli import main
 
@@ -107,3 +109,153 @@ def test_a_bad_request_is_one_line_and_status_2(captures, args, says):
     )
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+# -- what a referee reads at a glance (issue 24.9), measured where people see it: the SVG in
+# -- a browser (the live page and the report show it so), every text's box as drawn there
+
+
+BREAK = ROOT / "hil_tests" / "corpus" / "break_12_1_1.full.bin"
+
+LAYOUT = """
+const svg = document.documentElement, frame = svg.getBoundingClientRect();
+function msLeft(node, at) {  // where " ms" is drawn, in the window
+  const range = document.createRange();
+  range.setStart(node, at);
+  range.setEnd(node, at + 3);
+  return range.getBoundingClientRect().left;
+}
+const out = {frame: [frame.left, frame.top, frame.right, frame.bottom], texts: []};
+for (const t of svg.querySelectorAll("text")) {
+  const r = t.getBoundingClientRect(), style = t.getAttribute("style") || "";
+  const text = t.textContent, ms = text.indexOf(" ms");
+  out.texts.push({
+    text: text, box: [r.left, r.top, r.right, r.bottom],
+    bold: style.includes("font-weight: 700"), mono: style.includes("Mono"),
+    ms_x: ms > 0 && text.trim() ? msLeft(t.firstChild, ms) : null,
+  });
+}
+return out;
+"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from test_report import chromium
+
+    driver = chromium()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def readme_match(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's first match (seed 0, two minutes): shot 2's cue ball 8 sends ball 15
+    into the coloured ball."""
+    out = tmp_path_factory.mktemp("match") / "seed0.bin"
+    assert main(["simulate", "--seed", "0", "--minutes", "2", "--capture", str(out)]) == 0
+    return out
+
+
+def layout(browser, capture: Path, shot: int, tmp_path: Path) -> dict:
+    svg = tmp_path / f"{capture.stem}-{shot}.svg"
+    assert main(["plot", str(capture), "--shot", str(shot), "-o", str(svg)]) == 0
+    browser.get(svg.as_uri())
+    return browser.execute_script(LAYOUT)
+
+
+def ink_at_the_edges(png: Path) -> list[str]:
+    """The picture's sides that something drawn runs into (the PNG's outer 3 pixels)."""
+    from matplotlib.image import imread
+
+    img = imread(png)[..., :3]
+    bands = {"left": img[:, :3], "right": img[:, -3:], "top": img[:3], "bottom": img[-3:]}
+    return [side for side, band in bands.items() if (band < 0.9).any()]
+
+
+def inside(box: list[float], frame: list[float]) -> bool:
+    return box[0] >= frame[0] and box[1] >= frame[1] and box[2] <= frame[2] and box[3] <= frame[3]
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@pytest.mark.parametrize(("which", "shot"), [("break", 1), ("readme", 2), ("readme", 4)])
+def test_no_text_runs_off_the_picture_and_the_list_keeps_its_columns(
+    browser, readme_match, tmp_path, which, shot
+):
+    capture = BREAK if which == "break" else readme_match
+    png = tmp_path / "shot.png"
+    assert main(["plot", str(capture), "--shot", str(shot), "-o", str(png)]) == 0
+    assert ink_at_the_edges(png) == [], "the PNG is cut off there"
+    drawn = layout(browser, capture, shot, tmp_path)
+    cut = [
+        t["text"]
+        for t in drawn["texts"]
+        if t["text"].strip() and not inside(t["box"], drawn["frame"])
+    ]
+    assert cut == [], f"cut off at the picture's edge: {cut}"
+    rows = [t for t in drawn["texts"] if t["mono"] and t["ms_x"] is not None]
+    assert len(rows) >= 5
+    # the times line up in one column, as the list's spaces put them (kept in the browser)
+    assert max(r["ms_x"] for r in rows) - min(r["ms_x"] for r in rows) < 0.5
+
+
+def test_the_break_is_legible_markers_apart_and_the_first_contact_its_own(
+    browser, tmp_path, capsys
+):
+    drawn = layout(browser, BREAK, 1, tmp_path)
+    markers = [t for t in drawn["texts"] if t["bold"]]
+    piled = [
+        (a["text"], b["text"])
+        for i, a in enumerate(markers)
+        for b in markers[i + 1 :]
+        if overlap(a["box"], b["box"])
+    ]
+    assert piled == [], f"markers drawn over each other: {piled}"
+    # the cue ball's first contact keeps a number of its own, and the list names it in words
+    rows = [t["text"] for t in drawn["texts"] if t["mono"]]
+    first = next(r for r in rows if "the cue ball hit ball" in r)
+    number = first.split()[0]
+    assert number in [m["text"] for m in markers], (number, [m["text"] for m in markers])
+    # the contacts in the rack are one marker that names them all ("3–7, 9–32" or "3…32 (29)")
+    assert len(markers) < 30
+
+
+def test_a_legend_says_which_ball_is_the_cue_ball(captures, tmp_path):
+    svg = tmp_path / "push.svg"
+    assert main(["plot", str(captures["push"]), "--shot", "1", "-o", str(svg)]) == 0
+    said = texts(svg)
+    assert "the cue ball (coloured ball): red edge, its path red" in said
+    assert "an event, numbered as in the list" in said
+
+
+def test_a_contact_says_who_hit_whom_only_as_the_paths_show_it(readme_match, tmp_path):
+    """Shot 2 of the README's match: cue ball 8 hits ball 15, which runs into the coloured
+    ball at rest (EVENTS.md lists the pair as [0, 15]: the lower number first)."""
+    svg = tmp_path / "shot2.svg"
+    assert main(["plot", str(readme_match), "--shot", "2", "-o", str(svg)]) == 0
+    assert "the cue ball (ball 8): red edge, its path red" in texts(svg)  # the legend says which
+    rows = [t for t in texts(svg) if " ms  " in t]
+    assert any(r.endswith("the cue ball hit ball 15") for r in rows), rows
+    assert any(r.endswith("ball 15 hit the coloured ball") for r in rows), rows
+    assert not any("the coloured ball hit ball 15" in r for r in rows), rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 760), st.floats(0, 400)), max_size=60),
+    st.integers(0, 60),
+)
+def test_markers_never_hide_each_other_and_each_number_is_shown_once(points, first):
+    """Wherever the events happened, no two markers (but the first contact's, which keeps
+    its own) are in each other's way, and every event's number is on exactly one."""
+    from firmware_host.pictures.markers import _overlap, group
+
+    groups = group(list(enumerate(points, 1)), first or None, 100.0)
+    shown = sorted(n for g in groups for n in g.numbers)
+    assert shown == list(range(1, len(points) + 1))
+    others = [g.box(100.0) for g in groups if not g.first]
+    assert not [(a, b) for i, a in enumerate(others) for b in others[i + 1 :] if _overlap(a, b)]
+    assert [g.numbers for g in groups if g.first] == ([[first]] if 0 < first <= len(points) else [])

@@ -138,3 +138,32 @@ def test_a_token_made_at_start_is_new_each_time_and_long_enough():
     assert one.generated and one.value != two.value and len(one.value) >= 16
     with pytest.raises(ValueError, match="at least 6"):
         RefereeToken("12345")
+
+
+def _lines_after_an_early_press(host_ns: int | None) -> list[dict]:
+    """ "New frame" pressed before the table's first frame, then the whole match read live
+    (the first chunk 0.4 s after the press) or replayed (no host times)."""
+    wire = build_wire(SCENARIOS["double_hit"](), HubConfig(seed=3))
+    pipe = Pipeline()
+    assert pipe.press("new_frame", 0, host_ns).lines == []  # no hub time yet: it waits
+    lines = []
+    for k, chunk in enumerate(wire.chunks):
+        rx = (
+            None
+            if host_ns is None
+            else host_ns + int((0.4 + wire.chunk_s[k] - wire.chunk_s[0]) * 1e9)
+        )
+        lines += pipe.feed(chunk, rx).lines
+    return lines + pipe.flush().lines
+
+
+@pytest.mark.parametrize("host_ns", [3_600_000_000_000, None], ids=["live", "replay"])
+def test_new_frame_pressed_before_the_first_frame_keeps_the_match_clock(host_ns):
+    """Issue 24: the press landed at hub time 0 while the hub's clock stood at 61 min, so the
+    match clock jumped to 62:15 at the first shot."""
+    lines = _lines_after_an_early_press(host_ns)
+    notice = lines[0]
+    assert (notice["kind"], notice["rules"]) == ("notice", ["13"])
+    first_hub_us = min(line["t_us"] for line in lines[1:])
+    assert 0 <= first_hub_us - notice["t_us"] < 5_000_000, (notice, first_hub_us)
+    assert notice["reason"] == "frame 2: player 2 breaks"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from outside_parts import require
 
 from firmware_host.cli import main
 
@@ -19,10 +19,7 @@ def chromium():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if browser is None or driver is None:
-        pytest.fail("needs chromium and chromedriver: apt-get install chromium chromium-driver")
+    browser, driver = require("chromium"), require("chromedriver")
     options = webdriver.ChromeOptions()
     options.binary_location = browser
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
@@ -78,3 +75,26 @@ def test_every_shot_has_its_verdict_and_picture_and_nothing_is_fetched(page, cap
 def test_a_report_needs_an_output_and_a_capture(tmp_path, capsys):
     assert main(["report", str(tmp_path / "none.bin"), "-o", str(tmp_path / "x.html")]) == 2
     assert "none.bin" in capsys.readouterr().err
+
+
+def test_each_verdict_is_said_once_per_shot(page, capsys):
+    """The verdict paragraph says it; the picture under it has no title repeating it."""
+    from selenium.webdriver.common.by import By
+
+    expected = verdicts(capsys)
+    browser = chromium()
+    try:
+        browser.get(page.as_uri())
+        for shot in browser.find_elements(By.CSS_SELECTOR, "section.shot"):
+            number = int(shot.get_attribute("id").split("-")[1])
+            said = " ".join(shot.get_attribute("textContent").split())
+            reason = " ".join(expected[number]["reason"].split())
+            assert said.count(reason) == 1, (number, said)
+            titles = browser.execute_script(
+                "return [...arguments[0].querySelectorAll('svg text')]"
+                ".map(t => t.textContent).filter(t => t.startsWith('Shot '))",
+                shot,
+            )
+            assert titles == []
+    finally:
+        browser.quit()

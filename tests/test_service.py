@@ -290,7 +290,9 @@ def test_service_install_prints_a_notify_unit_with_this_python_and_the_config():
     unit = done.stdout
     for line in (
         "Type=notify",
-        "Restart=on-failure",
+        "Restart=always",
+        "RestartPreventExitStatus=2",  # a configuration error is not retried in a loop
+        "SuccessExitStatus=130 143",  # systemctl stop (SIGTERM: 143) is no failure
         "User=referee",
         "SupplementaryGroups=dialout",
         "StateDirectory=firmware-host",

@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import grp
+import logging
 import os
+import pwd
 import queue
+import shutil
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from proc_util import as_nobody
 
-from firmware_host.transport import Backoff, Chunk, LinkState, LinkStatus, SerialTransport
+from firmware_host.transport import (
+    Backoff,
+    Chunk,
+    LinkState,
+    LinkStatus,
+    SerialTransport,
+    access_problem,
+    low_latency,
+)
 
 FAST = Backoff(initial_s=0.01, max_s=0.05)
 
@@ -212,3 +228,110 @@ def test_a_raising_chunk_callback_does_not_kill_the_reader():
             got += seen.get(timeout=1.0)
         assert link.is_open
     assert link.stats.callback_errors == 1
+
+
+# -- a real serial port: issue 24 -------------------------------------------------------------
+
+
+def _open_as_nobody(path: str) -> str:
+    """What a terminal program or ModemManager, run by another user, gets from open(2)."""
+    done = subprocess.run(
+        ["/bin/sh", "-c", f"exec 3<>'{path}' && echo opened"],
+        preexec_fn=as_nobody_now,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return (done.stdout + done.stderr).strip()
+
+
+def as_nobody_now() -> None:
+    nobody = pwd.getpwnam("nobody")
+    os.setgroups([])
+    os.setgid(nobody.pw_gid)
+    os.setuid(nobody.pw_uid)
+
+
+def test_while_the_daemon_has_the_port_no_other_program_can_open_it(pty_pair):
+    _, path = pty_pair
+    os.chmod(path, 0o666)  # anyone may open it: only the exclusive mode can refuse
+    assert _open_as_nobody(path) == "opened"
+    with SerialTransport(path) as link:
+        assert link.wait_open(2.0)
+        assert "Device or resource busy" in _open_as_nobody(path)
+    assert _open_as_nobody(path) == "opened", "released when the transport closed"
+
+
+def fake_sysfs(tmp_path: Path, device: str, timer_ms: int) -> Path:
+    """/sys as the ftdi_sio driver lays it out: dev/char/MAJ:MIN/device/latency_timer."""
+    rdev = os.stat(device).st_rdev
+    port = tmp_path / "sys" / "dev" / "char" / f"{os.major(rdev)}:{os.minor(rdev)}" / "device"
+    port.mkdir(parents=True)
+    (port / "latency_timer").write_text(f"{timer_ms}\n")
+    return tmp_path / "sys"
+
+
+def test_the_ftdi_latency_timer_is_set_to_1_ms_when_the_port_opens(pty_pair, tmp_path, caplog):
+    _, path = pty_pair
+    sysfs = fake_sysfs(tmp_path, path, 16)
+    logs = caplog.at_level(logging.INFO, logger="firmware_host.transport")
+    with logs, SerialTransport(path, sysfs=sysfs) as link:
+        assert link.wait_open(2.0)
+    timer = next(sysfs.rglob("latency_timer"))
+    assert timer.read_text().strip() == "1"
+    assert f"{path}: USB latency timer 16 ms -> 1 ms" in caplog.messages
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory anyone may read (pytest's tmp_path is under a root-only one)."""
+    where = Path(tempfile.mkdtemp(prefix="fh-sysfs-"))
+    where.chmod(0o755)
+    yield where
+    shutil.rmtree(where)
+
+
+def test_an_unprivileged_daemon_says_how_to_set_the_latency_timer(pty_pair, open_dir):
+    _, path = pty_pair
+    sysfs = fake_sysfs(open_dir, path, 16)  # the file is root's, 0644, as in sysfs
+    level, text = as_nobody(low_latency, path, sysfs)
+    assert level == logging.WARNING
+    assert "USB latency timer 16 ms" in text and "service install --udev" in text
+    assert next(sysfs.rglob("latency_timer")).read_text().strip() == "16"
+
+
+def test_a_device_without_a_latency_timer_is_left_alone(pty_pair, tmp_path):
+    _, path = pty_pair
+    assert low_latency(path, tmp_path) is None  # a CDC-ACM hub, a pty: nothing to set
+
+
+def test_an_absent_device_is_waited_for_with_a_line_every_few_seconds(tmp_path, pty_pair, caplog):
+    """A USB adapter that enumerates late: the daemon waits, saying so, and opens it."""
+    _, pty_path = pty_pair
+    late = tmp_path / "by-id" / "usb-FTDI_FT232R_USB_UART_A10K-if00-port0"
+    statuses = StatusLog()
+    logs = caplog.at_level(logging.WARNING, logger="firmware_host.transport")
+    link = SerialTransport(str(late), on_status=statuses, backoff=FAST, wait_report_s=0.2)
+    with logs, link:
+        time.sleep(1.1)
+        waiting = [m for m in caplog.messages if "waiting" in m]
+        late.parent.mkdir()
+        late.symlink_to(pty_path)  # udev made the link: the adapter is there
+        statuses.wait_for(LinkState.OPEN, timeout_s=5.0)
+        assert link.is_open
+    assert "open failed (attempt 1)" in waiting[0] and waiting[0].endswith("waiting for it")
+    reminders = [m for m in waiting if "still waiting for the port" in m]
+    assert 3 <= len(reminders) <= 6, waiting  # one every 0.2 s of the 1.1 s
+
+
+def test_a_device_the_user_may_not_open_names_its_group(pty_pair):
+    _, path = pty_pair
+    dialout = grp.getgrnam("dialout")
+    os.chown(path, 0, dialout.gr_gid)
+    os.chmod(path, 0o660)
+    said = as_nobody(access_problem, path)
+    assert said == (
+        "permission denied: the device belongs to group dialout, and user nobody is not in it "
+        "(sudo usermod -aG dialout nobody, then log in again)"
+    )
+    assert access_problem(path) is None  # root may

@@ -7,8 +7,13 @@ is a comment, a secret one is shown as ***).  It takes run's options too, to
 show how they override the file.  A problem is one line on stderr naming the
 file, the key, the value and what is wrong, exit status 2.
 
+config check fails (one line, exit status 2) when the file names no [link]
+port: a table's config is for a real table, and run --config refuses to
+start without one (--virtual, given to both, plays the virtual table).
+
 config example prints a commented file with every key, its meaning and its
-default, which config check accepts.
+default; run's options given to it set their keys (config example --port
+/dev/serial/by-id/... writes a file that config check accepts).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import argparse
 import sys
 
 EXAMPLES = """\
-  firmware-host config example > table.toml
+  firmware-host config example --port /dev/ttyUSB0 > table.toml
   firmware-host config check table.toml
   firmware-host config check table.toml --near-gap 12 | grep rules.
 """
@@ -34,22 +39,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     check.add_argument("config", metavar="FILE", help="the TOML config file to check")
     add_settings(check)
-    sub.add_parser(
+    example = sub.add_parser(
         "example",
         help="print a commented example config file",
         description=__doc__,
     )
+    add_settings(example)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..config_file import effective, example
+    from .run import add_settings, check_link
 
     if args.action == "example":
-        from .run import add_settings
-
         parser = argparse.ArgumentParser()
         add_settings(parser)
+        parser.set_defaults(**vars(args))  # the options given: their keys set in the file
         sys.stdout.write(example(parser))
         return 0
+    check_link(args)
     sys.stdout.write("".join(f"{line}\n" for line in effective(args)))
     return 0

@@ -1,11 +1,27 @@
 """Decode a raw capture (ICD §8) into one line per frame, then a summary.
 
 Reads the capture in chunks through the streaming decoder, so a capture of
-any size decodes in bounded memory.  ``--json`` writes the EVENTS.md line
-format; the default is an aligned table for people.  Exit status 1 when the
-capture held bad frames (they are listed and counted) or ends in an
-over-long run of bytes without a delimiter (dropped as it came; the summary
-gives its length as ``dropped_bytes``), 2 when it cannot be read.
+any size decodes in bounded memory.  ``--json`` (or ``--format json``)
+writes the EVENTS.md line format, ``--format csv`` one row per frame with a
+column per field; the default is an aligned table for people.  Exit status
+1 when the capture held bad frames (they are listed and counted) or ends in
+an over-long run of bytes without a delimiter (dropped as it came; the
+summary gives its length as ``dropped_bytes``), 2 when it cannot be read.
+
+Every line says what the decoder's sequence window said of its frame: a
+``GAP`` (frames of its node lost just before it), a ``LATE`` resend that
+fills one, a ``DUPLICATE``, a node's ``COUNTER RESTART``, the hub's
+``REBOOT`` (JSON: ``lost_before``, ``late``, ``duplicate``,
+``counter_restart``, ``reboot``).
+
+``--time hub|host|relative|delta`` adds a time column (as candump's ``-t``):
+the frame's stamp mapped onto the hub's clock (the timing core's estimator,
+docs/link-debugging.md), the host's receive time (the ``.rxt`` beside the
+capture, or the live read), seconds since the capture's first frame on the
+hub's clock, or since the line before.  ``--from``/``--to`` cut a window on
+that axis (``hub`` when ``--time`` is not given, ``delta``'s too).
+``--hex`` shows each frame's bytes, ``--where EXPR`` filters on fields
+(parsed, never evaluated: :mod:`firmware_host.linktools.where`).
 
 A recording from ``run --record`` holds both directions: the frames the host
 sent (its ``.tx`` side file) are shown among the table's, in time order,
@@ -17,9 +33,11 @@ the table's stream had come when it was sent.
 from __future__ import annotations
 
 import argparse
+import csv
 import queue
 import sys
 import time
+from collections import deque
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -33,15 +51,18 @@ from ..cliutil import (
     open_binary,
     read_chunk,
 )
-from ..frame_text import field_text
 
 CHUNK = 1 << 20
 FOLLOW_S = 0.2  # --follow, --port: how often to look for more bytes
+MAX_TIME_S = 1e12
 
 
 EXAMPLES = """\
   firmware-host decode match.bin | less
   firmware-host decode --json --type CUSHION_HIT match.bin | jq .fields
+  firmware-host decode --time hub --from 10 --to 20 --node 4 match.bin
+  firmware-host decode --where 'amplitude>1000 and cushion=="back"' --hex match.bin
+  firmware-host decode --format csv --type BALL_TRACK match.bin > track.csv
 """
 
 
@@ -62,18 +83,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="JSON Lines (EVENTS.md)")
     parser.add_argument(
+        "--format",
+        choices=("text", "json", "csv"),
+        help="text (default), json (= --json) or csv: a header row, one row per frame, a column "
+        "per field of the types shown (the summary goes to stderr)",
+    )
+    parser.add_argument(
         "--strict", action="store_true", help="stop at the first bad frame (exit status 1)"
     )
     add_selection_arguments(parser, "frames")
+    parser.add_argument(
+        "--time",
+        choices=("hub", "host", "relative", "delta"),
+        help="a time column: hub (each stamp on the hub's clock), host (receive time: the "
+        ".rxt or the live read), relative (s since the first frame), delta (s since the line "
+        "before)",
+    )
     for option, dest, which in (("--from", "t_from", "at or after"), ("--to", "t_to", "before")):
         parser.add_argument(
             option,
             dest=dest,
-            type=finite_float(0, 2**32 / 1e6),
+            type=finite_float(0, MAX_TIME_S),
             metavar="S",
-            help=f"only frames stamped {which} S seconds of their sender's clock (the hub's "
-            "for node 0; ICD 3)",
+            help=f"only frames {which} S seconds on the --time axis (the hub's clock by default)",
         )
+    parser.add_argument(
+        "--hex", action="store_true", help="each frame's bytes (a bad frame's, and its header)"
+    )
+    parser.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="only frames whose fields pass, e.g. 'amplitude>1000 and cushion==2' "
+        "(== != < <= > >= in, and or not; docs/link-debugging.md)",
+    )
 
 
 def add_selection_arguments(parser: argparse.ArgumentParser, what: str) -> None:
@@ -93,57 +135,14 @@ def add_selection_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def _json_line(item: Any) -> dict[str, Any]:
-    from protocol.framing import BadFrame, Message, Retransmission
-
-    if isinstance(item, Retransmission):
-        return _json_line(item.frame) | {"duplicate": True}
-    if isinstance(item, BadFrame):
-        return {"offset": item.offset, "error": item.reason, "length": item.length}
-    header = {
-        "offset": item.offset,
-        "node": item.node,
-        "seq": item.seq,
-        "t_us": item.t_us,
-        "flags": item.flags,
-    }
-    if isinstance(item, Message):
-        return header | {"type": item.name, "fields": item.fields}
-    return header | {
-        "type": "UNKNOWN",
-        "msg_type": item.msg_type,
-        "payload_hex": item.payload.hex(),
-    }
-
-
-def _fields_text(fields: dict[str, Any]) -> str:
-    return " ".join(field_text(name, value) for name, value in fields.items())
-
-
-def _text_line(item: Any) -> str:
-    from protocol.catalogue import NODE_NAMES
-    from protocol.framing import BadFrame, Message, Retransmission
-
-    if isinstance(item, Retransmission):
-        return _text_line(item.frame) + "  DUPLICATE (already delivered)"
-    if isinstance(item, BadFrame):
-        return f"{item.offset:>10}  {'-':<8} {'-':>5} {'-':>10}  BAD {item.reason} ({item.length} bytes)"
-    node = NODE_NAMES.get(item.node, str(item.node))
-    retx = " (retx)" if item.flags & 1 else ""
-    head = f"{item.offset:>10}  {node:<8} {item.seq:>5} {item.t_us:>10}  "
-    if isinstance(item, Message):
-        return head + f"{item.name:<13} {_fields_text(item.fields)}{retx}"
-    return head + f"UNKNOWN 0x{item.msg_type:02X}  payload={item.payload.hex()}{retx}"
-
-
-def _file(path: str, follow: bool) -> Iterator[bytes]:
+def _file(path: str, follow: bool) -> Iterator[tuple[bytes, int | None]]:
     """A capture in chunks; with ``follow``, also what is appended to it later."""
     source = open_binary(path)
     try:
         while True:
             chunk = read_chunk(source, path, CHUNK)
             if chunk:
-                yield chunk
+                yield chunk, None
             elif follow:
                 time.sleep(FOLLOW_S)
             else:
@@ -152,40 +151,21 @@ def _file(path: str, follow: bool) -> Iterator[bytes]:
         source.close()
 
 
-def _link(url: str, baud: int) -> Iterator[bytes]:
-    """A live link's bytes as they arrive (the transport reconnects a lost port)."""
+def _link(url: str, baud: int) -> Iterator[tuple[bytes, int | None]]:
+    """A live link's bytes as they arrive, with the host's time of each read (the transport
+    reconnects a lost port)."""
     from ..transport import SerialTransport
 
     transport = SerialTransport(url, baudrate=baud).open()
     try:
         while True:
             try:
-                yield transport.chunks.get(timeout=FOLLOW_S).data
+                chunk = transport.chunks.get(timeout=FOLLOW_S)
             except queue.Empty:
                 continue
+            yield chunk.data, chunk.host_rx_ns
     finally:
         transport.close()
-
-
-def _selected(item: Any, types: set[str] | None, args: argparse.Namespace) -> bool:
-    """The filters select lines; a bad frame has no node, type or time and passes only
-    when no filter asks for one of them.  The summary always counts everything."""
-    frame = getattr(item, "frame", item)  # a retransmission is filtered as its frame
-    if types and getattr(frame, "name", None) not in types:
-        return False
-    if args.node and getattr(frame, "node", None) not in args.node:
-        return False
-    t_us = getattr(frame, "t_us", None)
-    if args.t_from is not None and (t_us is None or t_us < args.t_from * 1e6):
-        return False
-    return args.t_to is None or (t_us is not None and t_us < args.t_to * 1e6)
-
-
-def _offset(item: Any) -> int:
-    """Where a decoded item starts in the capture (a retransmission: where it was seen)."""
-    from protocol.framing import Retransmission
-
-    return int((item.frame if isinstance(item, Retransmission) else item).offset)
 
 
 def _sent_frames(capture: str | None) -> Any:
@@ -196,29 +176,6 @@ def _sent_frames(capture: str | None) -> Any:
 
     sent = SentInterleaver(capture)
     return sent if sent else None
-
-
-def _line_writer(as_json: bool, two_way: bool) -> Any:
-    """``line(item, sent)``: a table frame (``sent`` None) or a frame the host sent.
-
-    In a two-way recording every line says its direction (``"direction":
-    "table"`` / ``"host"``, the host's with its ``host_ns``; in the table view
-    ``<-`` received, ``->`` sent); a one-way capture's lines are unchanged.
-    """
-    if as_json:
-
-        def line(item: Any, sent: Any) -> str:
-            record = _json_line(item)
-            if two_way:
-                record["direction"] = "table" if sent is None else "host"
-                if sent is not None:
-                    record["host_ns"] = sent.host_ns
-            return dumps(record)
-
-        return line
-    if two_way:
-        return lambda item, sent: ("<- " if sent is None else "-> ") + _text_line(item)
-    return lambda item, sent: _text_line(item)
 
 
 def _summary(stats: Any, pending: int, dropped: int) -> dict[str, Any]:
@@ -252,6 +209,8 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
         f"  lost from {NODE_NAMES.get(int(node), node):<8} {n}\n"
         for node, n in summary["lost"].items()
     )
+    if summary["reboots"]:
+        out.write(f"  hub reboots    {summary['reboots']} (marked REBOOT)\n")
     if summary["pending_bytes"]:
         out.write(f"  capture ends inside a frame ({summary['pending_bytes']} bytes)\n")
     if summary["dropped_bytes"]:
@@ -273,26 +232,164 @@ def wanted_types(names: list[str] | None) -> set[str] | None:
     return {name.upper() for name in names}
 
 
-def run(args: argparse.Namespace) -> int:
-    from protocol.decoder import StreamDecoder
-    from protocol.framing import BadFrame, parse_frame
+class Listing:
+    """The lines of one decode: kept in stream order until each has its hub time, then
+    timed, filtered and written (text, JSON or CSV)."""
 
-    wanted = wanted_types(args.type)
+    def __init__(self, args: argparse.Namespace, out: TextIO, two_way: bool) -> None:
+        from ..linktools.listing import csv_columns
+        from ..linktools.where import WhereError, compile_where
+
+        self.args, self.out, self.two_way = args, out, two_way
+        self.types = wanted_types(args.type)
+        self.format = args.format or ("json" if args.json else "text")
+        self.axis = args.time or (
+            "hub" if args.t_from is not None or args.t_to is not None else None
+        )
+        self.window_axis = "hub" if self.axis == "delta" else self.axis
+        try:
+            self.where = compile_where(args.where) if args.where else None
+        except WhereError as exc:
+            raise UsageError(f"--where {exc}") from None
+        self.waiting: deque[Any] = deque()
+        self.first_line_us: int | None = None
+        self.last_shown_us: int | None = None
+        self.first_host_ns: int | None = None
+        self.shown = 0
+        self.csv = None
+        if self.format == "csv":
+            self.csv = csv.writer(out, lineterminator="\n")
+            self.columns = csv_columns(self.types, two_way, args.time, args.hex)
+            self.csv.writerow(self.columns)
+        elif self.format == "text":
+            arrow = "   " if two_way else ""
+            when = f"{args.time + ' s':>14}  " if args.time else ""
+            out.write(f"{arrow}{when}{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  "
+                      "type          fields\n")  # fmt: skip
+
+    def add(self, line: Any) -> None:
+        self.waiting.append(line)
+
+    def ready(self) -> Iterator[Any]:
+        """The lines at the front that are known for good (their hub time is in)."""
+        while self.waiting and self.waiting[0].stamp.resolved:
+            yield self.waiting.popleft()
+
+    def axis_time(self, line: Any, axis: str | None) -> float | None:
+        """The line's time on ``axis`` in seconds (None: it has none)."""
+        stamp = line.stamp
+        if axis == "hub":
+            return None if stamp.hub_us is None else stamp.hub_us / 1e6
+        if axis == "host":
+            return None if line.host_ns is None else line.host_ns / 1e9
+        if axis in ("relative", "delta") and stamp.line_us is not None:
+            if self.first_line_us is None:
+                self.first_line_us = stamp.line_us
+            if axis == "relative":
+                return (stamp.line_us - self.first_line_us) / 1e6
+            last, self.last_shown_us = self.last_shown_us, stamp.line_us
+            return 0.0 if last is None else (stamp.line_us - last) / 1e6
+        return None
+
+    def selected(self, line: Any) -> bool:
+        """The filters select lines; a frame without a node, type or time passes only when
+        no filter asks for one of them.  The summary always counts everything."""
+        frame = line.frame
+        if self.types and getattr(frame, "name", None) not in self.types:
+            return False
+        if self.args.node and getattr(frame, "node", None) not in self.args.node:
+            return False
+        if self.window_axis and (self.args.t_from is not None or self.args.t_to is not None):
+            t = (
+                self.axis_time(line, self.window_axis)
+                if self.window_axis != self.axis
+                else line.time_s
+            )
+            if t is None:
+                return False
+            if self.args.t_from is not None and t < self.args.t_from:
+                return False
+            if self.args.t_to is not None and t >= self.args.t_to:
+                return False
+        return self.where is None or bool(self.where(line.record()))
+
+    def write(self, line: Any) -> bool:
+        """Time, filter and write one line; True when it was shown."""
+        from ..linktools.listing import csv_row, hex_lines, json_object, text_line
+
+        if self.axis == "delta":
+            line.time_s = None  # known only once it is shown (the line before it)
+        else:
+            line.time_s = self.axis_time(line, self.axis)
+        if not self.selected(line):
+            return False
+        if self.axis == "delta":
+            line.time_s = self.axis_time(line, "delta")
+        self.shown += 1
+        if self.format == "csv":
+            assert self.csv is not None
+            self.csv.writerow(csv_row(line, self.columns))
+        elif self.format == "json":
+            record = json_object(line, self.args.hex, self.args.time)
+            if self.two_way:
+                record["direction"] = "table" if line.sent is None else "host"
+                if line.sent is not None:
+                    record["host_ns"] = line.sent.host_ns
+            self.out.write(dumps(record) + "\n")
+        else:
+            arrow = ("<- " if line.sent is None else "-> ") if self.two_way else ""
+            self.out.write(arrow + text_line(line, self.args.time) + "\n")
+            if self.args.hex:
+                indent = " " * (len(arrow) + (16 if self.args.time else 0) + 12)
+                self.out.writelines(h + "\n" for h in hex_lines(line, indent))
+        return True
+
+
+def _check(args: argparse.Namespace) -> None:
     if (args.capture is None) == (args.port is None):
         raise UsageError("give a CAPTURE (- for stdin) or --port URL, one of them")
     if args.follow and args.capture in (None, "-"):
         raise UsageError("--follow needs a capture file (a growing one)")
+    if args.json and args.format not in (None, "json"):
+        raise UsageError(f"--json and --format {args.format}: choose one")
+    if args.time == "host" and args.port is None and args.capture == "-":
+        raise UsageError("--time host: the host's times are the .rxt beside a capture file")
     if args.port is not None:
         check_port(args.port)
+
+
+def _host_times(args: argparse.Namespace) -> Any:
+    """The ``.rxt`` beside the capture (--time host), or None."""
+    from pathlib import Path
+
+    from ..recorder import read_rx_times
+
+    if args.time != "host" or args.port is not None:
+        return None
+    rxt = Path(args.capture).with_suffix(".rxt")
+    if not rxt.is_file():
+        raise UsageError(f"--time host: {rxt} is missing (a recording's host receive times)")
+    return read_rx_times(rxt)
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from protocol.decoder import FRAME_DTYPE, StreamDecoder
+    from protocol.framing import BadFrame, parse_frame
+
+    from ..linktools.hubtime import HubTimes
+    from ..linktools.listing import Line, WireBytes
+    from ..linktools.recording import arrival_ns
+
+    _check(args)
     out = sys.stdout
     sent = _sent_frames(args.capture)
-    line = _line_writer(args.json, two_way=sent is not None)
+    listing = Listing(args, out, two_way=sent is not None)
+    rx = _host_times(args)
     decoder = StreamDecoder()
-    if not args.json:
-        arrow = "   " if sent is not None else ""
-        out.write(
-            f"{arrow}{'offset':>10}  {'node':<8} {'seq':>5} {'t_us':>10}  type          fields\n"
-        )
+    wire = WireBytes()
+    hub = HubTimes() if listing.axis in ("hub", "relative", "delta") else None
     live = args.port is not None or args.follow
     host_frames = 0
 
@@ -301,27 +398,50 @@ def run(args: argparse.Namespace) -> int:
         for frame in frames:
             host_frames += 1
             msg = parse_frame(frame.data[:-1], frame.rx_offset)
-            if _selected(msg, wanted, args):
-                out.write(line(msg, frame) + "\n")
+            row = np.zeros(1, FRAME_DTYPE)[0]
+            listing.write(Line(msg, row, host_ns=frame.host_ns, wire=frame.data, sent=frame))
+
+    def emit() -> int | None:
+        for line in listing.ready():
+            if sent is not None:
+                show_sent(sent.due(int(line.frame.offset)))
+            listing.write(line)
+            if args.strict and isinstance(line.frame, BadFrame):
+                return 1
+        if live:
+            out.flush()
+        return None
 
     try:
         # Only reading is the capture's fault (exit 2); a write error is stdout's (cli.main).
-        for chunk in _link(args.port, args.baud) if args.port else _file(args.capture, args.follow):
+        source = _link(args.port, args.baud) if args.port else _file(args.capture, args.follow)
+        for chunk, read_ns in source:
             if sent is not None and args.follow:
                 sent.refresh()  # the host's frames written since
-            for item in decoder.feed(chunk).items():
-                if sent is not None:
-                    show_sent(sent.due(_offset(item)))
-                if not _selected(item, wanted, args):
-                    continue
-                out.write(line(item, None) + "\n")
-                if live:
-                    out.flush()
-                if args.strict and isinstance(item, BadFrame):
+            decoded = decoder.feed(chunk)
+            ends = host = None
+            if args.hex or rx is not None:  # the bytes of each frame, its delimiter's arrival
+                wire.feed(chunk)
+                ends = wire.ends(decoded.frames["offset"])
+                host = arrival_ns(rx, ends) if rx is not None and len(rx) else None
+            for i, (row, item) in enumerate(zip(decoded.frames, decoded.items(), strict=True)):
+                line = Line(item, row, host_ns=read_ns if host is None else int(host[i]))
+                if args.hex and ends is not None:
+                    line.wire = wire.frame(int(row["offset"]), int(ends[i]))
+                if hub is not None:
+                    line.stamp = hub.take(row, line.fields())
+                listing.add(line)
+                if line.stamp.resolved and emit() is not None:
                     return 1
+            if emit() is not None:
+                return 1
     except SystemExit:
         if not live:  # Ctrl-C ends a live decode; its summary still follows
             raise
+    if hub is not None:
+        hub.flush()
+    if emit() is not None:
+        return 1
     if sent is not None:
         show_sent(sent.rest())
     stats = decoder.stats()
@@ -329,5 +449,8 @@ def run(args: argparse.Namespace) -> int:
     summary = _summary(stats, decoder.pending_bytes, dropped)
     if sent is not None:
         summary["host_frames"] = host_frames
-    _write_summary(out, summary, args.json)
+    if listing.format == "csv":
+        _write_summary(sys.stderr, summary, as_json=False)
+    else:
+        _write_summary(out, summary, listing.format == "json")
     return 1 if stats.bad_total or dropped else 0

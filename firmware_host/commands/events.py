@@ -35,11 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
 
-    from ..cliutil import dumps, read_binary, report_frames, report_losses, require_frames
+    from ..cliutil import (
+        dumps,
+        no_cycle_collection,
+        read_binary,
+        report_frames,
+        report_losses,
+        require_frames,
+    )
     from ..fusion.events import FusionParams
     from ..fusion.stream import ROW_TYPES, EventStream, events_from_rows
     from ..timing.rows import to_rows
 
+    no_cycle_collection()
     decoded = decode_capture(read_binary(args.capture))
     require_frames(args.capture, decoded.stats.frames, decoded.stats.bad_total)
     rows, tracks = to_rows(decoded.tables, ROW_TYPES)

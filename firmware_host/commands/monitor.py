@@ -2,9 +2,12 @@
 
 One row per node and message type (count, rate on the sender's clock, time
 since the last frame, the last values with the changed fields highlighted);
-per node the lost frames, retransmissions and the clock offset, drift and
-mapping uncertainty from the timing core, flagged with ! outside the ICD's
-datasheet; bad frames by reason, the lamp and the link's bytes per second.
+per node (every node heard, in its own frames or only in CLOCK_SYNC) the
+lost frames, retransmissions and the clock offset, drift with its
+uncertainty and mapping uncertainty from the timing core, flagged with !
+outside the ICD's datasheet; bad frames by reason (the end of a frame a
+join began inside is no bad frame), the lamp and the link's bytes per
+second.
 Keys: p pause, / filter (Enter applies, Esc cancels), s sort, c only rows
 changed recently, x raw hex of the last frames, q quit.  A capture plays at
 its recorded pace (its .rxt side file if there is one, else the hub's

@@ -1,12 +1,15 @@
 """Write a recording as pcapng, one packet per frame, for Wireshark and tshark.
 
-Each packet is one frame's wire bytes (COBS and its 0x00), link type
-DLT_USER0 (147): `firmware-host dissector` writes the Lua dissector that
-reads them.  A recording from `run --record` holds both directions (the
-frames the host sent are outbound packets) and host receive times, which
-become the timestamps; a plain capture is stamped with the hub's clock.
-Each packet's comment gives the frame's byte offset in the capture, as
-`decode` shows it.  Bad frames are packets too (the dissector marks them).
+Each packet is a 16-byte link header (direction, the frame's capture offset
+as `decode` shows it, the decoder's sequence mark: gap, late, duplicate,
+counter restart, reboot) and the frame's wire bytes (COBS and its 0x00),
+link type DLT_USER0 (147): `firmware-host dissector` writes the Lua
+dissector that reads them.  A recording from `run --record` holds both
+directions (the frames the host sent are outbound packets) and host receive
+times, which become the timestamps (scaled when the table was played
+faster); a plain capture is stamped with the hub's clock.  Bad frames are
+packets too, and so is a frame the capture cut at its end (the dissector
+marks them).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..cliutil import read_binary
     from ..linktools.pcap import write_pcapng
-    from ..linktools.recording import load
+    from ..linktools.recording import CUT, load
 
     if args.capture == "-":
         raise UsageError("CAPTURE: a file (its .rxt and .tx beside it are read too), not -")
@@ -64,4 +67,16 @@ def run(args: argparse.Namespace) -> int:
         f"{packets} packets ({int(recording.host.sum())} sent by the host), "
         f"{recording.clock} times: {output}\n"
     )
+    if recording.speed != 1.0:
+        sys.stderr.write(
+            f"the hub's clock ran {recording.speed:g} times the host's (a table played at "
+            f"{recording.speed:g}x): times scaled by {recording.speed:g}\n"
+        )
+    cut = recording.kind == CUT
+    if cut.any():
+        size = int((recording.stop - recording.start)[cut][0])
+        sys.stderr.write(
+            f"the capture ends inside a frame: its last {size} bytes are the last packet, "
+            "marked cut\n"
+        )
     return 0

@@ -2,13 +2,17 @@
 
 The first step with a new table: plug the hub in and see which device it
 became (a USB UART shows its VID:PID and serial number; the hub's CDC-ACM
-port is usually /dev/ttyACM0).  From pyserial's list_ports.  `--json` gives
-one object per port.  Pseudo-terminals (the virtual table) are not listed.
+port is usually /dev/ttyACM0).  Each port's stable name follows on the next
+line: its /dev/serial/by-id/ link, which stays the same when the device comes
+back as another ttyUSB number; give that one as --port or [link] port.  From
+pyserial's list_ports.  `--json` gives one object per port (`by_id`: the
+stable name, or null).  Pseudo-terminals (the virtual table) are not listed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 EXAMPLES = """\
   firmware-host ports
@@ -26,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
     from serial.tools import list_ports
 
     from ..cliutil import dumps
+    from ..transport import by_id_names
 
+    stable = by_id_names()
     ports = []
     for port in sorted(list_ports.comports(), key=lambda p: p.device):
         vid_pid = f"{port.vid:04X}:{port.pid:04X}" if port.vid is not None else None
@@ -36,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
                 "vid_pid": vid_pid,
                 "serial_number": port.serial_number,
                 "description": port.description,
+                "by_id": stable.get(os.path.realpath(port.device)),
             }
         )
     if args.json:
@@ -50,4 +57,6 @@ def run(args: argparse.Namespace) -> int:
             f"{p['device']:<20} {p['vid_pid'] or '-':<10} {p['serial_number'] or '-':<20} "
             f"{p['description']}\n"
         )
+        if p["by_id"]:
+            sys.stdout.write(f"    stable name: {p['by_id']}\n")
     return 0

@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..cliutil import (
         dumps,
+        no_cycle_collection,
         read_binary,
         report_frames,
         report_losses,
@@ -40,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from ..pipeline import Pipeline, replay
     from ..recorder import recorded_presses
 
+    no_cycle_collection()
     data = read_binary(args.capture)
     pipe = Pipeline(rules_config(args))
     # a daemon's recording keeps the referee's keys pressed on the page (.tx beside the part)

@@ -1,17 +1,23 @@
 """Referee a live table: read the hub, judge every shot, drive the foul lamp.
 
-With no --port, the built-in virtual table is started on a pseudo-terminal
-(a separate process speaking the real wire protocol) and the daemon
-referees its match, then stops when the match is over.  Verdicts go to
-stdout (a readable view, or --json lines of EVENTS.md), logs to stderr.
+With no --port (and no --config, outside a service), or with --virtual,
+the built-in virtual table is started on a pseudo-terminal (a separate
+process speaking the real wire protocol) and the daemon referees its
+match, then stops when the match is over.  Under --config FILE or a
+service manager (systemd) a port is required: without one, run refuses in
+one line (exit status 2) instead of refereeing a virtual match.  Verdicts
+go to stdout (a readable view, or --json lines of EVENTS.md), logs to stderr.
 
---port must name a serial device (a character device that is a tty) or a
+--port must name a serial device (a character device that is a tty, which
+this user may open: else the line names the group, e.g. dialout) or a
 pyserial URL (socket:// and rfc2217:// with HOST:PORT); anything else is a
-usage error at once, while a table that is only absent is waited for.
+usage error at once, while a table that is only absent is waited for, with
+a log line every 12 s: a device path that does not exist yet (a USB
+adapter that enumerates late), a server not up yet, a cable pulled later.
 --record DIR is created if missing; a full disk later is logged and the
 refereeing goes on.  SIGINT, SIGTERM or SIGHUP at any moment: the virtual
-table (and any helper process) is terminated, the recording closed, exit
-status 128 + the signal (130, 143, 129).
+table (and any helper process) is terminated, the recording closed, the
+closing summary printed, exit status 128 + the signal (130, 143, 129).
 
 The first start with a cold numba cache does not wait for the kernels to
 compile: a background process compiles them (progress on stderr, once per
@@ -24,12 +30,14 @@ so that the next start is warm.  See docs/startup.md.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -116,7 +124,10 @@ referee_token.takes_text = True  # type: ignore[attr-defined]
 
 def add_settings(parser: argparse.ArgumentParser) -> None:
     """Every option of run but --config: also what ``config check`` accepts as overrides."""
-    add_port_arguments(parser)
+    add_port_arguments(
+        parser,
+        default="required with --config or under a service; else the built-in virtual table",
+    )
     parser.add_argument("--json", action="store_true", help="verdicts and notices as JSON Lines")
     parser.add_argument("--events", action="store_true", help="also show every ordered event")
     parser.add_argument(
@@ -173,9 +184,28 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
     add_mqtt_arguments(parser)
     virtual = parser.add_argument_group("built-in virtual table (no --port)")
     virtual.add_argument(
+        "--virtual",
+        action="store_true",
+        help="referee the built-in virtual table, also with --config or under a service",
+    )
+    virtual.add_argument(
         "--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)"
     )
-    add_virtual_match(virtual)
+    add_virtual_match(
+        virtual,
+        speed=UNCHOSEN_SPEED,
+        speed_help="play this many times real time (default 10; 1 on a first start, while "
+        "the kernels compile: the pure-Python referee keeps up with a real table's pace)",
+    )
+
+
+class Unchosen(float):
+    """A default the user did not choose (the command line and a config file give plain
+    numbers): ``run`` may pick another for the situation, and says so."""
+
+
+UNCHOSEN_SPEED = Unchosen(10.0)
+COLD_SPEED = 1.0  # the virtual table's pace while the pipeline runs in pure Python
 
 
 def add_broker_arguments(group: Any, url_help: str) -> None:
@@ -385,8 +415,10 @@ def _interpreted_env() -> dict[str, str]:
 
 
 def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tuple[Any, Any]:
-    """The kernels are not compiled: a warm-up in the background, a worker meanwhile."""
-    from ..engine import ColdStart
+    """The kernels are not compiled: a warm-up in the background, a worker meanwhile.
+
+    The warm-up first, and the engine (which imports the pipeline, numpy and numba) after
+    it: its first line is on stderr before this process spends seconds importing."""
     from ..warmup import Background, marker_path
 
     warmup = None
@@ -400,6 +432,8 @@ def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tu
         warmup = signals.warmup = Background(proc, say)
     else:
         say("numba can cache nothing here: the table is refereed in pure Python throughout")
+    from ..engine import ColdStart
+
     worker = _spawn(
         [sys.executable, "-m", "firmware_host.interpreted"],
         signals,
@@ -408,6 +442,52 @@ def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tu
         stdout=subprocess.PIPE,
     )
     return ColdStart(worker, warmup, rules), warmup
+
+
+#: set by systemd for every service it starts; the second also for Type=notify
+SERVICE_ENVIRONMENT = ("INVOCATION_ID", "NOTIFY_SOCKET")
+
+
+def service_manager(environ: Any = os.environ, parent: str | None = None) -> str | None:
+    """The variable that says systemd started this process as a service, or None.
+
+    The variables are inherited by every process below a service, a CI
+    runner's tests or a shell in a tmux started by systemd among them, so
+    they count only when the parent (``parent``: its name, default read from
+    /proc) is systemd itself: the unit's ExecStart.
+    """
+    found = next((name for name in SERVICE_ENVIRONMENT if environ.get(name)), None)
+    if found is None:
+        return None
+    if parent is None:
+        try:
+            parent = Path(f"/proc/{os.getppid()}/comm").read_text().strip()
+        except OSError:  # no /proc: no way to tell, so not a service
+            return None
+    return found if parent == "systemd" else None
+
+
+def check_link(args: argparse.Namespace) -> None:
+    """A real table's port, or the virtual table only when asked for (issue 24).
+
+    A config file or a service describes a real table: without a port it
+    would referee a virtual match and report nothing wrong, so that is a
+    usage error naming the key.  The README's first command (no config, no
+    port, a terminal) and ``--virtual`` still play the virtual table.
+    """
+    if args.virtual and args.port is not None:
+        raise UsageError(f"--virtual and --port {args.port}: one or the other")
+    if args.port is not None or args.virtual:
+        return
+    device = (
+        "the hub's device (firmware-host ports lists them; a /dev/serial/by-id/ name "
+        "survives a replug), or --virtual for the built-in virtual table"
+    )
+    if getattr(args, "config", None) is not None:
+        raise UsageError(f"{args.config}: [link] port is not set: a table's config names {device}")
+    service = service_manager()
+    if service is not None:
+        raise UsageError(f"no --port under a service (${service} is set): give it {device}")
 
 
 def _say(text: str) -> None:
@@ -429,6 +509,9 @@ def _check_scenario(name: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The referee's presses are an audit record: logged without -v too (docs/web.md).
+    presses = logging.getLogger("firmware_host.presses")
+    presses.setLevel(min(logging.INFO, logging.getLogger().getEffectiveLevel()))
     out = sys.stdout
 
     def show(text: str) -> None:
@@ -447,8 +530,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.port is None and args.scenario is not None and _check_scenario(args.scenario):
                 return 0
+            check_link(args)
             if args.port is not None:
-                check_port(args.port)
+                check_port(args.port, absent_ok=True)
+            if args.web is not None:
+                _web_modules()  # before the token is said: the extra may be missing
             if args.mqtt is not None:
                 _check_club(args)
             record = record_dir(args.record) if args.record else None
@@ -461,6 +547,14 @@ def run(args: argparse.Namespace) -> int:
             if cold:
                 engine, warmup = _cold_start(signals, rules, _say)
             if args.port is None:
+                if cold and isinstance(args.speed, Unchosen):
+                    args.speed = COLD_SPEED
+                    _say(
+                        f"the virtual table plays its match at {COLD_SPEED:g}x, a real table's "
+                        f"pace, while the kernels compile (later starts: {UNCHOSEN_SPEED:g}x): "
+                        "the pure-Python referee judges every shot as it ends at that pace, "
+                        "not at 10x (--speed chooses)"
+                    )
                 table = _virtual_table(args, signals, interpreted=cold)
 
             from ..cliutil import dumps
@@ -521,6 +615,8 @@ def run(args: argparse.Namespace) -> int:
             daemon.on_turn = _health(daemon, args.status, record, feed, publisher).turn
             if earlier:
                 _resume(daemon, earlier)
+            if feed is not None:
+                feed.state(daemon.referee_state)  # the page shows the match from its start
             if record is not None and (args.record_keep_days or args.record_keep_gb):
                 _retention(daemon, record, args, stop)
         finally:
@@ -556,28 +652,30 @@ def run(args: argparse.Namespace) -> int:
             # is cold again.  Its progress goes on; a signal ends it (and run: 128 + signal).
             _say(
                 "refereeing done; finishing the numba compile so that later starts take "
-                "seconds (once per install; Ctrl-C skips it)"
+                f"seconds (once per install; Ctrl-C skips it): {warmup.state}"
             )
             while signals.signum is None and warmup.wait(0.2) is None:
                 pass
     finally:
         _end_all(signals)
-    if signals.status is not None:
+    if stats is None:  # a signal before the refereeing began: nothing to sum up
+        assert signals.status is not None
         return signals.status
-    assert stats is not None
     lost = f", {stats.record_lost} bytes not recorded" if stats.record_lost else ""
     if stats.losses:
         lost += f", timing and fusion dropped {stats.losses}"
     from ..liveview import summary_text
 
     ended = "end of match: " if match_ended.is_set() else ""
+    if signals.signum is not None:
+        ended = f"stopped by {signal.Signals(signals.signum).name}: "
     sys.stderr.write(
         f"firmware-host run: {ended}{summary_text(stats.verdicts, stats.events, stats.bytes)}; "
         f"bad frames {stats.decoder.get('bad', {})}, lost {stats.decoder.get('lost', {})}, "
         f"link losses {stats.link_losses}, hub reboots {stats.reboots}{lost}; "
         f"{_lag_text(stats, table is not None and args.speed != 1)}\n"
     )
-    return 0
+    return signals.status or 0
 
 
 def _lag_text(stats: Any, played_fast: bool) -> str:
@@ -698,13 +796,19 @@ def _token(given: str | None) -> Any:
     return token
 
 
-def _web(address: tuple[str, int], daemon: Any, token: Any) -> tuple[Any, Any]:
-    """The live page: its server started, the daemon's lines, events and balls fed to it."""
+def _web_modules() -> tuple[Any, Any]:
+    """The live page's classes; a missing extra (aiohttp) is a usage error naming it."""
     try:
         from ..web.feed import LiveFeed
         from ..web.server import WebServer
     except ModuleNotFoundError as exc:
-        raise UsageError(f"--web needs {exc.name}: pip install -e '.[web]'") from None
+        raise UsageError(f"--web needs {exc.name}: pip install '.[web]'") from None
+    return LiveFeed, WebServer
+
+
+def _web(address: tuple[str, int], daemon: Any, token: Any) -> tuple[Any, Any]:
+    """The live page: its server started, the daemon's lines, events and balls fed to it."""
+    LiveFeed, WebServer = _web_modules()
     host, port = address
     feed = LiveFeed()
     server = WebServer(feed, host, port, token, daemon.press)

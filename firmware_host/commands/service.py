@@ -2,11 +2,18 @@
 
 service install prints a unit file with this installation's paths filled in:
 Type=notify (READY once the port is open, WATCHDOG pings from the pipeline
-thread, so a stalled pipeline is restarted), Restart=on-failure, a dedicated
-unprivileged user in the dialout group (the serial device), and a state
-directory for the status file, the recordings and the numba cache, which is
-compiled before the daemon starts (ExecStartPre, once per install or upgrade).
-Nothing is written: save it as /etc/systemd/system/firmware-host.service.
+thread, so a stalled pipeline is restarted), Restart=always but not after a
+configuration error (exit status 2), a stop by systemctl (SIGTERM, 143) counted
+a success, a dedicated unprivileged user in the dialout group (the serial
+device), and a state directory for the status file, the recordings and the
+numba cache, which is compiled before the daemon starts (ExecStartPre, once per
+install or upgrade).  Nothing is written: save it as
+/etc/systemd/system/firmware-host.service.
+
+service install --udev prints a udev rule instead, for
+/etc/udev/rules.d/60-firmware-host.rules: USB serial ports in group dialout,
+left alone by ModemManager, and an FTDI adapter's latency timer at 1 ms
+(16 ms by default, added to every lamp command's ACK).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ EXAMPLES = """\
       | sudo tee /etc/systemd/system/firmware-host.service
   sudo useradd --system --groups dialout --home-dir /var/lib/firmware-host firmware-host
   sudo systemctl daemon-reload && sudo systemctl enable --now firmware-host
+  firmware-host service install --udev | sudo tee /etc/udev/rules.d/60-firmware-host.rules
 """
 
 UNIT = """\
@@ -49,8 +57,12 @@ ExecStartPre=-{python} -m firmware_host.warmup
 TimeoutStartSec=infinity
 ExecStart={python} -m firmware_host run --config {config} --status %S/firmware-host/status.json
 WatchdogSec={watchdog}
-Restart=on-failure
+# Always back, but not after a configuration error (2: the config says what is wrong);
+# a stop (SIGTERM, SIGINT: 128 + signal) is a success, not a failure
+Restart=always
 RestartSec=2
+RestartPreventExitStatus=2
+SuccessExitStatus=130 143
 NoNewPrivileges=yes
 ProtectSystem=strict
 ProtectHome=read-only
@@ -58,6 +70,20 @@ PrivateTmp=yes
 
 [Install]
 WantedBy=multi-user.target
+"""
+
+
+UDEV = """\
+# firmware-host: the table's USB serial port (docs/service.md)
+# Save as /etc/udev/rules.d/60-firmware-host.rules, then plug the hub in again, or:
+#   udevadm control --reload && udevadm trigger --action=add --subsystem-match=usb-serial
+#   udevadm trigger --action=change --subsystem-match=tty
+# USB serial ports: read and written by group dialout (the service's SupplementaryGroups),
+# and ModemManager leaves them alone (it probes a new serial port with AT commands)
+ACTION=="add|change", SUBSYSTEM=="tty", KERNEL=="ttyUSB[0-9]*|ttyACM[0-9]*", \\
+  GROUP="dialout", MODE="0660", ENV{ID_MM_DEVICE_IGNORE}="1"
+# FTDI adapters: the latency timer at 1 ms (16 ms by default: added to every lamp's ACK)
+ACTION=="add", SUBSYSTEM=="usb-serial", DRIVER=="ftdi_sio", ATTR{latency_timer}="1"
 """
 
 
@@ -80,6 +106,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the unprivileged user the daemon runs as",
     )
     install.add_argument(
+        "--udev",
+        action="store_true",
+        help="print the udev rule for the serial port instead (dialout, no ModemManager, "
+        "the FTDI latency timer at 1 ms)",
+    )
+    install.add_argument(
         "--watchdog",
         type=finite_float(1, 3600),
         default=10.0,
@@ -95,6 +127,9 @@ def _user(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.udev:
+        sys.stdout.write(UDEV)
+        return 0
     sys.stdout.write(
         UNIT.format(
             python=shlex.quote(sys.executable),

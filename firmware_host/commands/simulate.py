@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 from typing import Any
 
 from ..cliutil import SEED_MAX, UsageError, finite_float, int_in
 
 SENSOR_SETS = ("minimum", "middle", "full")
-HANG_UP_S = 0.5  # after "match over", before the pty closes
 MAX_MINUTES = 24 * 60.0  # a random match of a day is already a long test
 MIN_SPEED, MAX_SPEED = 0.01, 1000.0
 
@@ -36,16 +34,19 @@ EXAMPLES = """\
 """
 
 
-def add_virtual_match(group: Any, seed_help: str = "random match seed (default 0)") -> None:
+def add_virtual_match(
+    group: Any,
+    seed_help: str = "random match seed (default 0)",
+    speed: float = 10.0,
+    speed_help: str = "play this many times real time (default 10)",
+) -> None:
     """The virtual table's match as ``run`` and ``club-sim`` take it (a daemon refereeing
     virtual tables): the seed, the length, the pace (10x by default) and the sensors."""
     group.add_argument("--seed", type=SEED, default=0, help=seed_help)
     group.add_argument(
         "--minutes", type=MINUTES, default=2.0, help="random match length (default 2)"
     )
-    group.add_argument(
-        "--speed", type=SPEED, default=10.0, help="play this many times real time (default 10)"
-    )
+    group.add_argument("--speed", type=SPEED, default=speed, help=speed_help)
     group.add_argument(
         "--sensors", choices=SENSOR_SETS, default="full", help="the virtual table's sensor set"
     )
@@ -222,22 +223,24 @@ def run(args: argparse.Namespace) -> int:
         # each loop is a hub reboot: new seed, new boot_id, every clock and counter reset
         return build_wire(match, replace(cfg, seed=cfg.seed + n, near_wrap=False))
 
+    def match_over() -> None:
+        # Said while the hub still answers (peer.LINGER_S), so a host can hang up first
+        # instead of seeing its port vanish or its last lamp command unanswered.
+        sys.stdout.write("match over\n")
+        sys.stdout.flush()
+
     hub = VirtualHub(
         build_wire(match, cfg),
         speed=args.speed,
         rewire=rewire if args.loop else None,
         wait_for_host=args.wait_host,
+        on_played=match_over,
     )
     restore = exit_on_signals()  # SIGTERM (from `run`, or a service manager): close the pty, 143
     sys.stdout.write(hub.device + "\n")
     sys.stdout.flush()
     try:
         hub.run()
-        # Say so while the pty is still open, so a host can hang up first
-        # instead of seeing its port vanish.
-        sys.stdout.write("match over\n")
-        sys.stdout.flush()
-        time.sleep(HANG_UP_S)
     finally:
         hub.close()
         restore()

@@ -5,9 +5,13 @@ lost (seq gaps) and retransmissions with their offsets, its clock's rate over
 time against the datasheet (ICD 7) and, when the recording has host receive
 times (the .rxt beside it), the arrival latency (above the node's fastest
 frame: p50, p95, max).  Bad frames by reason with their offsets, and hub
-reboots.  Every problem found is named in words at the end ("node 3 (cue):
-drift +140 ppm, datasheet ±100").  Exit status 1 when a problem was found.
-See docs/link-debugging.md for how drift is measured.
+reboots; a frame cut at the capture's end.  Every problem found is named in
+words at the end ("node 3 (cue): drift +140 ±0.3 ppm, datasheet ±100");
+notes say what the figures assume: a virtual table played faster (its host
+times scaled), a join (the backlog timed by the hub's clock), a frame the
+host joined in the middle of.  Every drift has its uncertainty.  Exit
+status 1 when a problem was found.  See docs/link-debugging.md for how
+drift is measured.
 """
 
 from __future__ import annotations
@@ -50,13 +54,16 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
         for name, t in entry["types"].items()
     )
     out.write(
-        f"\n{'node':<18} {'lost':>6} {'retx':>6} {'clock ppm':>10} {'worst':>8} {'limit':>6}"
+        f"\n{'node':<18} {'lost':>6} {'retx':>6} {'clock ppm':>16} {'worst':>8} {'limit':>6}"
         "  latency p50/p95/max ms\n"
     )
     for node, entry in report["nodes"].items():
         c = entry.get("clock")
         ppm = (
-            f"{c['ppm']:>+10.1f} {c['worst_ppm']:>+8.1f} {c['limit_ppm']:>6.0f}" if c else " " * 26
+            f"{_ppm(c['ppm'], c['uncertainty_ppm']):>16} {c['worst_ppm']:>+8.1f} "
+            f"{c['limit_ppm']:>6.0f}"
+            if c
+            else " " * 32
         )
         lat = entry.get("latency")
         lat_text = f"{lat['p50_ms']:.1f}/{lat['p95_ms']:.1f}/{lat['max_ms']:.1f}" if lat else "-"
@@ -65,10 +72,29 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
             f"{entry['retransmissions']['count']:>6} {ppm}  {lat_text}\n"
         )
     for b, ppm in report["hub_vs_host_ppm"].items():
-        out.write(f"hub crystal against the host's clock, boot {int(b) + 1}: {ppm:+.1f} ppm\n")
+        unc = report["hub_vs_host_uncertainty_ppm"][b]
+        out.write(f"hub crystal against the host's clock, boot {int(b) + 1}: {_ppm(ppm, unc)}\n")
+    if report["notes"]:
+        out.write("\n")
+        out.writelines(f"note: {note}\n" for note in report["notes"])
     problems = report["problems"]
     out.write(f"\n{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''} found\n")
     out.writelines(f"  {p['text']}\n" for p in problems)
+
+
+def _ppm(ppm: float, unc: float) -> str:
+    return f"{ppm:+.1f} ±{unc:.1f} ppm"
+
+
+def next_part(capture: str) -> bool:
+    """A recording part (``capture-…-0001.bin``) whose next part is beside it."""
+    from pathlib import Path
+
+    stem, _, number = Path(capture).stem.rpartition("-")
+    if capture == "-" or not stem or not number.isdigit():
+        return False
+    following = f"{stem}-{int(number) + 1:0{len(number)}d}.bin"
+    return Path(capture).with_name(following).exists()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     rx = None
     if args.capture != "-" and (rxt := Path(args.capture).with_suffix(".rxt")).exists():
         rx = read_rx_times(rxt)
-    report = link_stats(capture, rx)
+    report = link_stats(capture, rx, continues=next_part(args.capture))
     if report["frames"] == 0:
         raise UsageError(f"{args.capture}: no valid frame in it: not a capture")
     if args.json:

@@ -33,20 +33,31 @@ def simplify(xs: np.ndarray, ys: np.ndarray, tolerance: float, keep: np.ndarray)
         a, b = stack[top, 0], stack[top, 1]
         if b - a < 2:
             continue
-        dx, dy = xs[b] - xs[a], ys[b] - ys[a]
-        norm2 = dx * dx + dy * dy
-        worst, at = -1.0, -1
-        for i in range(a + 1, b):
-            # distance to the chord as a segment: a ball that runs into a cushion and back
-            # along the same line must keep its turning point
-            u = ((xs[i] - xs[a]) * dx + (ys[i] - ys[a]) * dy) / norm2 if norm2 > 1e-12 else 0.0
-            u = min(max(u, 0.0), 1.0)
-            d = np.hypot(xs[i] - xs[a] - u * dx, ys[i] - ys[a] - u * dy)
-            if d > worst:
-                worst, at = d, i
+        worst, at = farthest(xs, ys, a, b)
         if worst > tolerance:
             keep[at] = True
             stack[top, 0], stack[top, 1] = a, at
             stack[top + 1, 0], stack[top + 1, 1] = at, b
             top += 2
     return int(keep[:n].sum())
+
+
+@njit(cache=True, inline="always")
+def farthest(xs: np.ndarray, ys: np.ndarray, start: int, end: int) -> tuple[float, int]:
+    """The point strictly between ``start`` and ``end`` farthest from the chord between them
+    (the first of equals), and its distance (-1.0 and -1: none).
+
+    The distance is to the chord as a segment: a ball that runs into a cushion and back
+    along the same line must keep its turning point.  (The interpreted worker runs a numpy
+    twin of this loop: ``firmware_host.interpreted.farthest``.)
+    """
+    dx, dy = xs[end] - xs[start], ys[end] - ys[start]
+    norm2 = dx * dx + dy * dy
+    worst, at = -1.0, -1
+    for i in range(start + 1, end):
+        u = ((xs[i] - xs[start]) * dx + (ys[i] - ys[start]) * dy) / norm2 if norm2 > 1e-12 else 0.0
+        u = min(max(u, 0.0), 1.0)
+        d = np.hypot(xs[i] - xs[start] - u * dx, ys[i] - ys[start] - u * dy)
+        if d > worst:
+            worst, at = d, i
+    return worst, at

@@ -237,7 +237,8 @@ def _soft_watch(table, tracker: Tracker, hit_t, shot: Shot, cushions: Cushions, 
     if m < SOFT_PRE_FRAMES + SOFT_POST_FRAMES:
         return
     best = np.empty(N_FIT)
-    best_tc = _best_apex(tau, gap, m, newest_t, watch, best)
+    work = np.empty((3, 3, 3))  # fit_apex's scratch: up to 160 fits a frame, none allocating
+    best_tc = _best_apex(tau, gap, m, newest_t, watch, best, work)
     since = watch[WATCH_SINCE]
     if not _decisive(best, best_tc, tau[m - 1]):
         return  # not decisive (yet)
@@ -247,7 +248,7 @@ def _soft_watch(table, tracker: Tracker, hit_t, shot: Shot, cushions: Cushions, 
     tc_us = since
     while tc_us <= newest_t:
         tc = (tc_us - newest_t) / 1000.0
-        fit_apex(tau, gap, m, tc, False, fit)
+        fit_apex(tau, gap, m, tc, False, fit, work)
         if fit[FT_SSR] < best_ssr:
             best_ssr, tc_touch = fit[FT_SSR], tc
         tc_us += SOFT_STEP_US
@@ -277,11 +278,12 @@ def _gaps(table, tracker: Tracker, ball, cushion, newest_t, earliest_t, tau, gap
 
 
 @njit(cache=True, inline="always")
-def _best_apex(tau, gap, count, newest_t, watch, best):
+def _best_apex(tau, gap, count, newest_t, watch, best, work):
     """The apex fit with ``h`` free at each time on the grid from ``WATCH_SINCE`` on: the
     best into ``best``, its time (ms before ``newest_t``) returned.  Apexes decisively short
     of the nose from the start are no touch, nor any before them: ``WATCH_SINCE`` moves
-    past them (a ball lingering a mm or two off the cushion holds nothing)."""
+    past them (a ball lingering a mm or two off the cushion holds nothing).  ``work``:
+    ``fit_apex``'s scratch."""
     fit = np.empty(N_FIT)
     best[FT_SSR] = np.inf
     best_tc = 0.0
@@ -289,7 +291,7 @@ def _best_apex(tau, gap, count, newest_t, watch, best):
     tc_us = watch[WATCH_SINCE]
     while tc_us <= newest_t:
         tc = (tc_us - newest_t) / 1000.0
-        fit_apex(tau, gap, count, tc, True, fit)
+        fit_apex(tau, gap, count, tc, True, fit, work)
         if (
             excluding
             and fit[FT_SSR] < np.inf

@@ -41,6 +41,8 @@ class EventStream:
     ) -> None:
         self.timeline = Timeline(timeline, table)
         self.fusion = Fusion(fusion, table)
+        #: presses before the stream showed any hub time: (key, arg, host_now_ns)
+        self._early: list[tuple[str, int, int | None]] = []
 
     def feed(self, decoded: Decoded, host_rx_ns: int | None = None) -> list[dict[str, Any]]:
         """The events that the frames of one decoder feed release.
@@ -55,7 +57,8 @@ class EventStream:
         self, rows: np.ndarray, tracks: np.ndarray, host_rx_ns: int | None = None
     ) -> list[dict[str, Any]]:
         ordered = self.timeline.feed_rows(rows, tracks, host_rx_ns)
-        return self.fusion.feed(ordered, self.timeline.released_upto)
+        events = self.fusion.feed(ordered, self.timeline.released_upto)
+        return events + self._place_early() if self._early and self._has_hub_time else events
 
     def tick(self, host_now_ns: int) -> list[dict[str, Any]]:
         """Live, with no new data: release what the host's clock says is settled."""
@@ -67,13 +70,33 @@ class EventStream:
 
         Without host times (a replay of bare bytes) it lands at the newest hub
         stamp seen.  It leaves with the events around it, in ``t_us`` order.
+        A press before the stream has shown any hub time ("New frame" in the
+        first second, before the table's first frame) has no hub instant yet:
+        it waits for the first frames, whose host clock then reaches back to
+        it, instead of landing at hub time 0, an hour before a hub clock that
+        has run that long (the match's clock would jump by as much).
         """
+        if not self._has_hub_time:
+            self._early.append((key, arg, host_now_ns))
+            return []
         return self.fusion.press(self.timeline.hub_time_at(host_now_ns), key, arg)
+
+    @property
+    def _has_hub_time(self) -> bool:
+        return self.timeline.hub_now > 0
+
+    def _place_early(self) -> list[dict[str, Any]]:
+        early, self._early = self._early, []
+        return [e for key, arg, host_ns in early for e in self.press(key, arg, host_ns)]
 
     def flush(self) -> list[dict[str, Any]]:
         """End of the input: everything still held."""
         ordered = self.timeline.flush()
-        return self.fusion.feed(ordered, self.timeline.released_upto) + self.fusion.flush()
+        early = [  # pressed, and no hub time ever came: at the start of what there is
+            e for key, arg, _ in self._early for e in self.fusion.press(0, key, arg)
+        ]
+        self._early = []
+        return early + self.fusion.feed(ordered, self.timeline.released_upto) + self.fusion.flush()
 
     @property
     def counters(self) -> dict[str, int]:

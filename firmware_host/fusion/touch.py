@@ -78,18 +78,22 @@ def _inverse3(matrix: np.ndarray, out: np.ndarray) -> bool:
 
 @njit(cache=True)
 def fit_apex(
-    tau: np.ndarray, gap: np.ndarray, count: int, apex_ms: float, free_h: bool, out: np.ndarray
+    tau: np.ndarray,
+    gap: np.ndarray,
+    count: int,
+    apex_ms: float,
+    free_h: bool,
+    out: np.ndarray,
+    work: np.ndarray,
 ):
     """Least squares of ``gap[:count]`` (mm) at ``tau[:count]`` (ms) by an apex at
     ``apex_ms``, slopes kept >= 0 (a negative one is dropped and the rest refitted); ``h`` = 0
     unless ``free_h``.  Writes ``out[FT_*]``: the residual sum of squares, h, a_in, a_out
     (mm/ms) and their standard errors (σ 0.7 mm a frame), and the frames before and after
-    the apex."""
-    a = np.zeros((3, 3))
-    r = np.zeros(3)
-    inv = np.zeros((3, 3))
-    beta = np.zeros(3)
-    x = np.zeros(3)
+    the apex.  ``work``: (3, 3, 3) float scratch, so the caller's grid of fits allocates
+    nothing per fit."""
+    a, inv = work[0], work[1]
+    r, beta, x = work[2, 0], work[2, 1], work[2, 2]
     active = np.array([free_h, True, True])
     out[FT_SSR] = np.inf
     settled = False

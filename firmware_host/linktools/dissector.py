@@ -3,21 +3,30 @@
 Every field, name, size and length rule comes from :mod:`protocol.catalogue`
 through :mod:`protocol.layout`, so the dissector cannot disagree with the
 decoder; which named values a field takes is :mod:`.names`.
-The packets are a frame's wire bytes (COBS and delimiter, as ``pcap``
-writes them, DLT_USER0): the dissector undoes COBS, checks the CRC-32 (ICD
-§2, computed in Lua), and names every header and payload field with the
-ICD's names under ``firmware_host.*``:
+The packets are the link header of :mod:`.pcap` (direction, capture offset,
+the decoder's sequence mark) and a frame's wire bytes (COBS and delimiter,
+as ``pcap`` and ``extcap`` write them, DLT_USER0): the dissector undoes
+COBS, checks the CRC-32 (ICD §2, computed in Lua), and names every header
+and payload field with the ICD's names under ``firmware_host.*``:
 
-    firmware_host.seq, firmware_host.cushion_hit.pos_mm,
+    firmware_host.offset, firmware_host.seq, firmware_host.cushion_hit.pos_mm,
     firmware_host.ball_track.balls.x, firmware_host.log.text, ...
 
-Expert info marks a bad CRC, a retransmission (flags bit 0), a COBS error,
-a bad length or version, a payload that does not fit its type and an
-unknown type.  Wireshark 3.x/4.x (Lua 5.2, ``bit32``).
+Numbers with names show them (node, type, lamp state, keypad key, LOG
+level, cushion, pocket, colour, line ...; :mod:`.names`); bit masks are hex.
+Expert info marks a bad CRC, a COBS error, a bad length or version, a
+payload that does not fit its type, an unknown type, a frame the capture
+cut or began inside, and what the decoder's sequence window said: frames
+lost before this one, a late retransmission, a duplicate (told from the
+first copy of a retransmission, which is delivered), a counter restart, a
+hub reboot.  No packet carries a comment (Expert Info stays readable).
+The sequence rule itself is never in Lua: the decoder's mark is in the
+link header.  Wireshark 3.x/4.x (Lua 5.2, ``bit32``).
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from protocol.catalogue import (
@@ -31,21 +40,58 @@ from protocol.catalogue import (
     Header,
 )
 from protocol.layout import COUNTED, FIXED, GREEDY, layout
+from protocol.seqwindow import DUPLICATE, GAP, LATE, MARK_NAMES, REBOOT, RESTART
 
 from .names import VALUE_NAMES
+from .pcap import DIRECTION_NAMES, LINK_FIELDS, LINK_HEADER, LINK_VERSION
+from .recording import CUT, JOINED, KIND_NAMES
 
 PROTO = "firmware_host"
-HEX_FIELDS = {"msg_type", "flags", "acked_type", "boot_id", "hub_serial", "nodes_present"}
-_LUA_INT = {1: "uint8", 2: "uint16", 4: "uint32"}
+HEX_FIELDS = {
+    "msg_type",
+    "flags",
+    "acked_type",
+    "boot_id",
+    "hub_serial",
+    "nodes_present",
+    "nodes_ok",
+}
+_LUA_INT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "int64"}
 EXPERTS = (  # name, group, severity, text
     ("bad_crc", "CHECKSUM", "ERROR", "Bad CRC-32"),
-    ("retransmission", "SEQUENCE", "NOTE", "Retransmission of an earlier frame (flags bit 0)"),
+    (
+        "retransmission",
+        "SEQUENCE",
+        "NOTE",
+        "Retransmission (flags bit 0), the first copy to arrive: delivered",
+    ),
     ("cobs", "MALFORMED", "ERROR", "COBS error"),
     ("length", "MALFORMED", "ERROR", "Body length out of range"),
     ("version", "PROTOCOL", "WARN", "Unknown protocol version"),
     ("payload_length", "MALFORMED", "ERROR", "Payload length does not fit the message type"),
     ("unknown_type", "UNDECODED", "NOTE", "Unknown msg_type (forward compatibility)"),
+    ("gap", "SEQUENCE", "WARN", "Frames lost before this one (seq gap)"),
+    ("late", "SEQUENCE", "NOTE", "Late retransmission: a frame counted lost has arrived"),
+    ("duplicate", "SEQUENCE", "NOTE", "Duplicate: a retransmission already delivered"),
+    ("restart", "SEQUENCE", "WARN", "The node restarted its seq counter"),
+    (
+        "reboot",
+        "SEQUENCE",
+        "WARN",
+        "Hub rebooted (a new boot_id): every clock and counter restarts",
+    ),
+    ("cut", "MALFORMED", "WARN", "Frame cut: the capture ends before its delimiter"),
+    ("joined", "SEQUENCE", "NOTE", "The capture began inside this frame (a join): not a bad frame"),
+    ("link_version", "PROTOCOL", "ERROR", "Unknown link header version"),
 )
+#: seq mark -> (expert, Info column text)
+SEQ_EXPERTS = {
+    GAP: ("gap", "GAP"),
+    LATE: ("late", "LATE"),
+    DUPLICATE: ("duplicate", "DUPLICATE"),
+    RESTART: ("restart", "COUNTER RESTART"),
+    REBOOT: ("reboot", "REBOOT"),
+}
 
 
 def _lua_table(values: dict[int, str]) -> str:
@@ -54,6 +100,29 @@ def _lua_table(values: dict[int, str]) -> str:
 
 def _lua_str(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _link_fields(lines: list[str]) -> list[str]:
+    """The link header's fields (:data:`.pcap.LINK_FIELDS`); ``offset`` is
+    ``firmware_host.offset``, the others ``firmware_host.link.*``."""
+    names = {
+        "direction": DIRECTION_NAMES,
+        "seq_mark": dict(enumerate(MARK_NAMES)),
+        "frame": KIND_NAMES,
+    }
+    fields, at = [], 0
+    for name, code in LINK_FIELDS:
+        size = struct.calcsize("<" + code)
+        var = f"link.{name}"
+        values = None
+        if name in names:
+            values = f"VS_LINK_{name}"
+            lines.append(f"local {values} = {_lua_table(names[name])}")
+        abbrev = f"{PROTO}.offset" if name == "offset" else f"{PROTO}.{var}"
+        lines.append(_field(var, abbrev, name, size, values))
+        fields.append(f"{{{_lua_str(var)}, {at}, {size}}}")
+        at += size
+    return fields
 
 
 def _field(var: str, abbrev: str, name: str, size: int, values: str | None = None) -> str:
@@ -122,8 +191,8 @@ def generate() -> str:
     lines = [
         "-- firmware_host.lua: the table sensor bus (ICD v1), for Wireshark and tshark.",
         "-- Generated by `firmware-host dissector` from protocol/catalogue.py: do not edit.",
-        "-- Packets are frames as on the wire (COBS + 0x00), link type DLT_USER0 (147),",
-        "-- as `firmware-host pcap` writes them.",
+        "-- Packets are a 16-byte link header and a frame as on the wire (COBS + 0x00),",
+        "-- link type DLT_USER0 (147), as `firmware-host pcap` and `extcap` write them.",
         f'local P = Proto("{PROTO}", "Table sensor bus (ICD v{PROTOCOL_VERSION})")',
         "local F = {}",
         f'F.wire_length = ProtoField.uint16("{PROTO}.wire_length", "wire bytes")',
@@ -135,6 +204,7 @@ def generate() -> str:
         f'F.crc_good = ProtoField.bool("{PROTO}.crc32.good", "crc32 good")',
         f'F.payload = ProtoField.bytes("{PROTO}.payload", "payload")',
     ]
+    link = _link_fields(lines)
     header = _header(lines)
     entries = [_message(lines, spec.msg_type) for spec in MESSAGES]
     experts = [
@@ -149,6 +219,16 @@ def generate() -> str:
         "local E = {}",
         *experts,
         "P.experts = {" + ", ".join(f"E.{n}" for n, *_ in EXPERTS) + "}",
+        f"local LINK = {{{', '.join(link)}}}",
+        f"local LINK_SIZE, LINK_VERSION = {LINK_HEADER.size}, {LINK_VERSION}",
+        f"local CUT, JOINED = {CUT}, {JOINED}",
+        "local SEQ_EXPERTS = {"
+        + ", ".join(
+            f"[{mark}] = {{E.{name}, {_lua_str(text)}}}"
+            for mark, (name, text) in sorted(SEQ_EXPERTS.items())
+        )
+        + "}",
+        f"local GAP, DUPLICATE = {GAP}, {DUPLICATE}",
         f"local HEADER = {{{', '.join(header)}}}",
         f"local HEADER_SIZE, MIN_BODY, MAX_BODY = {HEADER_SIZE}, {MIN_BODY}, {MAX_BODY}",
         f"local VERSION, RETRANSMISSION = {PROTOCOL_VERSION}, {FLAG_RETRANSMISSION}",
@@ -236,24 +316,71 @@ local function dissect_payload(m, tvb, tree, len)
   end
 end
 
-function P.dissector(tvb, pinfo, tree)
+-- the link header (firmware_host/linktools/pcap.py): what the host knew of the frame
+local function dissect_link(tvb, root)
+  local sub = root:add(P, tvb(0, LINK_SIZE), "Link (firmware-host)")
+  local v = {}
+  for _, f in ipairs(LINK) do
+    sub:add_le(F[f[1]], tvb(f[2], f[3]))
+    v[f[1]] = f[3] == 8 and tvb(f[2], f[3]):le_int64() or tvb(f[2], f[3]):le_uint()
+  end
+  sub:set_text(string.format("Link: offset %s, %s", tostring(v["link.offset"]),
+    v["link.direction"] == 0 and "table to host" or "host to table"))
+  return v
+end
+
+-- the decoder's sequence mark as expert info and a word in the Info column
+local function mark_seq(link, root, node, info, retx)
+  local mark = link["link.seq_mark"]
+  local e = SEQ_EXPERTS[mark]
+  if e ~= nil then
+    if mark == GAP then
+      local n = link["link.seq_gap"]
+      root:add_proto_expert_info(e[1], string.format("%d frame%s of node %s lost just before this one (seq gap)",
+        n, n == 1 and "" or "s", NODES[node] or tostring(node)))
+      return info .. "  " .. e[2] .. " " .. n
+    end
+    root:add_proto_expert_info(e[1])
+    return info .. "  " .. e[2]
+  end
+  if retx then
+    root:add_proto_expert_info(E.retransmission)
+    return info .. " (retx)"
+  end
+  return info
+end
+
+function P.dissector(whole, pinfo, tree)
   pinfo.cols.protocol = "TABLE"
+  local root = tree:add(P, whole(), "Table sensor bus")
+  if whole:len() < LINK_SIZE + 1 or whole(0, 1):uint() ~= LINK_VERSION then
+    root:add_proto_expert_info(E.link_version)
+    return whole:len()
+  end
+  local link = dissect_link(whole, root)
+  local tvb = whole(LINK_SIZE):tvb()
   local n = tvb:len()
-  local root = tree:add(P, tvb(), "Table sensor bus")
   root:add(F.wire_length, n)
+  if link["link.frame"] == CUT or link["link.frame"] == JOINED then
+    -- a part of a frame: no check can pass, none is a fault of the frame
+    local cut = link["link.frame"] == CUT
+    root:add_proto_expert_info(cut and E.cut or E.joined)
+    pinfo.cols.info = (cut and "CUT at the capture's end (" or "JOINED mid-frame (") .. n .. " bytes)"
+    return whole:len()
+  end
   local enc_len = n
   if tvb(n - 1, 1):uint() == 0 then enc_len = n - 1 end
   local body = enc_len > 0 and cobs_decode(tvb:bytes(0, enc_len)) or nil
   if body == nil then
     root:add_proto_expert_info(E.cobs)
     pinfo.cols.info = "BAD cobs"
-    return n
+    return whole:len()
   end
   local len = body:len()
   if len < MIN_BODY or len > MAX_BODY then
     root:add_proto_expert_info(E.length, "Body length " .. len .. ", not " .. MIN_BODY .. "-" .. MAX_BODY)
     pinfo.cols.info = "BAD length"
-    return n
+    return whole:len()
   end
   local b = body:tvb("Frame body")
   local at = 0
@@ -273,30 +400,27 @@ function P.dissector(tvb, pinfo, tree)
   if crc_wire ~= crc_calc then
     crc_item:add_proto_expert_info(E.bad_crc, string.format("Bad CRC-32: 0x%08x on the wire, 0x%08x computed", crc_wire, crc_calc))
     pinfo.cols.info = "BAD crc  " .. info
-    return n
+    return whole:len()
   end
-  if bit32.band(flags, RETRANSMISSION) ~= 0 then
-    root:add_proto_expert_info(E.retransmission)
-    info = info .. " (retx)"
-  end
+  info = mark_seq(link, root, node, info, bit32.band(flags, RETRANSMISSION) ~= 0)
   pinfo.cols.info = info
   if b(0, 1):uint() ~= VERSION then
     root:add_proto_expert_info(E.version)
-    return n
+    return whole:len()
   end
   local plen = len - HEADER_SIZE - 4
   if m == nil then
     root:add_proto_expert_info(E.unknown_type)
     if plen > 0 then root:add(F.payload, b(HEADER_SIZE, plen)) end
-    return n
+    return whole:len()
   end
   root:set_text("Table sensor bus, " .. info)
   if not payload_fits(m, plen, b) then
     root:add_proto_expert_info(E.payload_length)
-    return n
+    return whole:len()
   end
   dissect_payload(m, b, root, plen)
-  return n
+  return whole:len()
 end
 
 DissectorTable.get("wtap_encap"):add(wtap_encaps and wtap_encaps.USER0 or wtap.USER0, P)

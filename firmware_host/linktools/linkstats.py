@@ -34,17 +34,26 @@ import numpy as np
 from protocol.catalogue import BY_TYPE, FLAG_RETRANSMISSION, NODE_NAMES
 from protocol.decoder import STATUS_NAMES, Decoded, decode_capture
 from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
+from protocol.seqwindow import GAP, LATE, SEQ_MOD
 
 from ..cliutil import plural
-from ..timing.clock_model import MAX_PPM, envelope_line
-from .recording import arrival_ns, boot_starts, hub_clock_at, unwrap_u32, wire_frames
+from ..timing.clock_model import MAX_PPM, slope_error
+from .drift import envelope_slope, slope_uncertainty
+from .hosttime import backlog_end, recording_speed
+from .recording import (
+    boot_starts,
+    frame_arrival_us,
+    hub_clock_at,
+    joined_bytes,
+    unwrap_u32,
+)
 
 WINDOW_S = 60.0  # drift windows, hub time
 MIN_SYNCS = 8  # a window with fewer CLOCK_SYNC samples of a node gives no figure
 PPM_MARGIN = 5.0  # measurement margin before a rate is called out of spec
 HEARTBEAT_GAP_S = 2.5  # HEARTBEAT is 1 Hz: a longer silence is a stalled link
+JOIN_SETTLE_S = 1.0  # after a join's backlog, what the hub queued meanwhile comes this soon
 MAX_LISTED = 10  # offsets listed per finding (all are in --json)
-_U16 = 1 << 16
 
 
 @dataclass
@@ -78,63 +87,129 @@ def _reboots(decoded: Decoded, starts: np.ndarray) -> list[dict[str, int]]:
     return [{"offset": int(o), "boot_id": int(i)} for o, i in zip(starts, hello["boot_id"][at])]
 
 
-def _times_s(decoded: Decoded, capture: np.ndarray, rx: np.ndarray | None) -> np.ndarray:
-    """Each frame's time in seconds since the first: its host receive time, else the hub
-    clock (see :mod:`.recording`)."""
+@dataclass
+class Timing:
+    """Each frame's time, and what was done to the host's times to make them mean it."""
+
+    t_s: np.ndarray  # per frame, seconds since the first: host receive time, else hub clock
+    host: bool  # t_s are host receive times (a .rxt)
+    speed: float = 1.0  # the table was played this many times faster (host times scaled by it)
+    backlog: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # queued before
+    backlog_hub_s: float = 0.0  # the hub time the backlog covers
+    #: what happened up to here (t_s) happened while nobody read: the join's backlog, and
+    #: what the hub dropped then for want of a reader (its seq gaps, its HEARTBEAT silence)
+    joined_until_s: float = -np.inf
+
+
+def _timing(decoded: Decoded, capture: np.ndarray, rx: np.ndarray | None) -> Timing:
+    """Per frame its host receive time (the chunk its delimiter came in), scaled by the speed
+    a virtual table was played at, the backlog of a join timed by the hub's clock instead;
+    else the hub clock (see :mod:`.recording`, :mod:`.hosttime`)."""
     frames = decoded.frames
+    hub_t = hub_clock_at(decoded, frames["offset"]).astype(np.float64)
     if rx is None or not len(rx):
-        t = hub_clock_at(decoded, frames["offset"]) / 1e6
-    else:
-        starts, stops = wire_frames(capture)
-        stop = stops[np.clip(np.searchsorted(starts, frames["offset"]), 0, len(stops) - 1)]
-        t = arrival_ns(rx, stop - 1) / 1e9
-    return t - t.min() if len(t) else t
+        t = hub_t / 1e6
+        return Timing(t - t.min() if len(t) else t, False, backlog=np.zeros(len(t), bool))
+    host_us = frame_arrival_us(decoded, capture, rx)
+    boot = np.searchsorted(boot_starts(decoded), frames["offset"], side="right")
+    hub = np.isin(frames["status"], (OK, DUPLICATE)) & (frames["node"] == 0)
+    speed = recording_speed(frames, boot, host_us)
+    host_us = (host_us - host_us.min()) * speed
+    first = np.flatnonzero(hub & (boot == boot[0]))
+    end = backlog_end(host_us[first], unwrap_u32(frames["t_us"][first])) if len(first) else 0
+    backlog = np.zeros(len(frames), bool)
+    backlog_hub_s = 0.0
+    if 0 < end < len(first):
+        prompt = first[end]
+        backlog[:prompt] = True
+        host_us[:prompt] = host_us[prompt] - (hub_t[prompt] - hub_t[:prompt])
+        backlog_hub_s = float(hub_t[prompt] - hub_t[0]) / 1e6
+    t = host_us / 1e6
+    t -= t.min()
+    joined_until = float(t[~backlog][0]) + JOIN_SETTLE_S if backlog.any() else -np.inf
+    return Timing(t, True, speed, backlog, backlog_hub_s, joined_until)
 
 
-def _envelope_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """(value at x[0], slope) of the upper envelope of y over ascending x."""
-    order = np.argsort(x, kind="stable")
-    x0 = float(x[order[0]])
-    a, b = envelope_line((x[order] - x0).astype(np.float64), y[order].astype(np.float64))
-    return float(a), float(b)
-
-
-def _lost(good: np.ndarray, boot: np.ndarray, t_s: np.ndarray) -> dict[int, dict[str, Any]]:
+def _lost(good: np.ndarray, t_s: np.ndarray) -> dict[int, dict[str, Any]]:
     """Per node: frames missing in ``seq``; per gap, the offset and time of the frame after it
     and how many are missing there.
 
-    A ``seq`` that arrives late (a retransmission, ICD §3) fills its gap, as the
-    decoder counts it: a missing number is one never seen in its boot, charged to
-    the first frame that went past it.
+    The decoder marked each frame (:mod:`protocol.seqwindow`): a GAP frame follows
+    ``seq_gap`` missing ones; a LATE resend (ICD §3) fills one of the gap it falls in,
+    the nearest before it that covers its ``seq``, as the decoder's count does.
     """
     out: dict[int, dict[str, Any]] = {}
     for node in np.unique(good["node"]).tolist():
-        offsets, times, missing = [], [], []
-        for b in np.unique(boot[good["node"] == node]).tolist():
-            mine = (good["node"] == node) & (boot == b)
-            step = (np.diff(good["seq"][mine].astype(np.int64)) + _U16 // 2) % _U16 - _U16 // 2
-            seq = np.concatenate(([0], np.cumsum(step)))  # unwrapped, from the first
-            gone = np.setdiff1d(np.arange(seq.min(), seq.max() + 1), seq)
-            past = np.searchsorted(np.maximum.accumulate(seq), gone, side="right")
-            at, n = np.unique(past, return_counts=True)
-            offsets += good["offset"][mine][at].astype(int).tolist()
-            times += t_s[mine][at].tolist()
-            missing += n.astype(int).tolist()
-        if missing:
+        mine = np.flatnonzero(good["node"] == node)
+        gaps = mine[good["seq_mark"][mine] == GAP]
+        missing = good["seq_gap"][gaps].astype(int)
+        for late in mine[good["seq_mark"][mine] == LATE].tolist():
+            seq = int(good["seq"][late])
+            before = np.flatnonzero(gaps < late)[::-1]
+            first = good["seq"][gaps[before]].astype(int) - good["seq_gap"][gaps[before]]
+            covers = before[(seq - first) % SEQ_MOD < good["seq_gap"][gaps[before]]]
+            if len(covers) and missing[covers[0]]:
+                missing[covers[0]] -= 1
+        kept = missing > 0
+        if kept.any():
+            at = gaps[kept]
             out[node] = {
-                "count": sum(missing),
-                "offsets": offsets,
-                "times_s": times,
-                "missing": missing,
+                "count": int(missing.sum()),
+                "offsets": good["offset"][at].astype(int).tolist(),
+                "times_s": t_s[at].tolist(),
+                "missing": missing[kept].tolist(),
             }
     return out
 
 
+class HubRate:
+    """The hub's rate against the host's clock, from its own frames against their arrival
+    (not a join's backlog: its arrival says when it was read), over a boot or a part of it.
+
+    A node's rate against the host is its rate against the hub plus this, taken over the
+    same stretch of hub time: the hub's crystal drifts with temperature too (ICD §7).
+    """
+
+    def __init__(self, decoded: Decoded, timing: Timing, boot: np.ndarray) -> None:
+        frames = decoded.frames
+        hub = (frames["status"] == OK) & (frames["node"] == 0) & ~timing.backlog
+        self.boots: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for b in np.unique(boot[hub]).tolist():
+            sel = hub & (boot == b)
+            if sel.sum() >= MIN_SYNCS:
+                self.boots[b] = (unwrap_u32(frames["t_us"][sel]), timing.t_s[sel] * 1e6)
+
+    def ppm(self, b: int, lo: float = -np.inf, hi: float = np.inf) -> tuple[float, float]:
+        """(rate, uncertainty) in ppm over hub times ``lo`` … ``hi`` of boot ``b``, or over
+        the whole boot when that is known better (host times too coarse for a window: a
+        table played at 10x, a busy host; the whole boot's uncertainty holds its halves'
+        difference, so it covers the crystal's drift within the boot).  Where the boot's
+        arrival times are too few to tell, 0 give or take the hub's datasheet bound."""
+        whole = self._rate(b, -np.inf, np.inf)
+        if lo == -np.inf and hi == np.inf:
+            return whole
+        part = self._rate(b, lo, hi)
+        return part if part[1] < whole[1] else whole
+
+    def _rate(self, b: int, lo: float, hi: float) -> tuple[float, float]:
+        unknown = 0.0, float(MAX_PPM[0])
+        if b not in self.boots:
+            return unknown
+        hub_us, host_us = self.boots[b]
+        sel = (hub_us >= lo) & (hub_us <= hi)
+        if len(np.unique(host_us[sel])) < MIN_SYNCS:  # frames read in a few chunks
+            return unknown
+        x, y = host_us[sel], hub_us[sel] - host_us[sel]
+        _, slope = envelope_slope(x, y)
+        return slope * 1e6, slope_uncertainty(x, y, slope, 0.0) * 1e6
+
+
 def _clock_windows(
-    decoded: Decoded, starts: np.ndarray, host_ppm: dict[int, float], t_s: np.ndarray
+    decoded: Decoded, starts: np.ndarray, hub_rate: HubRate | None, t_s: np.ndarray
 ) -> dict[int, list[list[float]]]:
-    """Per node: ``[t_s, offset_us, ppm]`` per window (the capture's time, the node's
-    offset from the hub at it, its rate: against the host where known)."""
+    """Per node: ``[t_s, offset_us, ppm, ±ppm]`` per window (the capture's time, the node's
+    offset from the hub at it, its rate and how far that may be off: against the host where
+    known, the hub's rate and uncertainty over the same window added)."""
     sync = decoded.tables.get("CLOCK_SYNC")
     out: dict[int, list[list[float]]] = {}
     if sync is None or not len(sync):
@@ -145,6 +220,8 @@ def _clock_windows(
         mine, mine_t = sync[boot == b], sync_t[boot == b]
         hub = unwrap_u32(mine["t_us"])
         for node in np.unique(mine["peer"]).tolist():
+            if not 0 < node < len(MAX_PPM):
+                continue  # no such clock (ICD §3): a stray peer number says nothing
             sel = mine["peer"] == node
             h, n, when = hub[sel], unwrap_u32(mine["peer_t_us"][sel]), mine_t[sel]
             edges = np.arange(h[0], h[-1] + 1, WINDOW_S * 1e6)
@@ -153,33 +230,25 @@ def _clock_windows(
                 in_w = which == w
                 if in_w.sum() < MIN_SYNCS or np.ptp(h[in_w]) < WINDOW_S * 1e6 / 4:
                     continue
-                a, slope = _envelope_slope(h[in_w], h[in_w] - n[in_w])
-                ppm = -slope * 1e6 + host_ppm.get(b, 0.0)  # node vs hub, + hub vs host
-                mid = float(np.mean(h[in_w]))
-                offset = a + slope * (mid - h[in_w].min())
-                out.setdefault(node, []).append([float(np.median(when[in_w])), float(offset), ppm])
+                x, y = h[in_w], h[in_w] - n[in_w]
+                a, slope = envelope_slope(x, y)
+                floor = slope_error(node, float(in_w.sum()), float(np.ptp(x)))
+                unc = slope_uncertainty(x, y, slope, floor) * 1e6
+                hub_ppm, hub_unc = hub_rate.ppm(b, x.min(), x.max()) if hub_rate else (0.0, 0.0)
+                ppm = -slope * 1e6 + hub_ppm  # node vs hub, + hub vs host
+                offset = a + slope * (float(np.mean(x)) - x.min())
+                out.setdefault(node, []).append(
+                    [float(np.median(when[in_w])), float(offset), ppm, unc + hub_unc]
+                )
     return out
 
 
-def _hub_vs_host(decoded: Decoded, t_s: np.ndarray, boot: np.ndarray) -> dict[int, float]:
-    """Per boot: the hub's rate against the host's clock (ppm), from its own frames."""
-    frames = decoded.frames
-    hub = (frames["status"] == OK) & (frames["node"] == 0)
+def _latency(frames: np.ndarray, timing: Timing, boot: np.ndarray) -> dict[int, dict[str, float]]:
+    """Per node: arrival latency (ms) above its fastest frame: p50, p95, max (a join's
+    backlog left out: it waited for the host, not on the link)."""
     out = {}
-    for b in np.unique(boot[hub]).tolist():
-        sel = hub & (boot == b)
-        if sel.sum() < MIN_SYNCS:
-            continue
-        host_us = t_s[sel] * 1e6
-        _, slope = _envelope_slope(host_us, unwrap_u32(frames["t_us"][sel]) - host_us)
-        out[b] = slope * 1e6
-    return out
-
-
-def _latency(frames: np.ndarray, t_s: np.ndarray, boot: np.ndarray) -> dict[int, dict[str, float]]:
-    """Per node: arrival latency (ms) above its fastest frame: p50, p95, max."""
-    out = {}
-    good = frames["status"] == OK
+    t_s = timing.t_s
+    good = (frames["status"] == OK) & ~timing.backlog
     for node in np.unique(frames["node"][good]).tolist():
         parts = []
         for b in np.unique(boot[good & (frames["node"] == node)]).tolist():
@@ -188,7 +257,7 @@ def _latency(frames: np.ndarray, t_s: np.ndarray, boot: np.ndarray) -> dict[int,
                 continue
             stamp = unwrap_u32(frames["t_us"][sel]).astype(np.float64)
             host = t_s[sel] * 1e6
-            a, slope = _envelope_slope(stamp, stamp - host)  # the fastest arrivals touch it
+            a, slope = envelope_slope(stamp, stamp - host)  # the fastest arrivals touch it
             parts.append((a + slope * (stamp - stamp.min())) - (stamp - host))
         if parts:
             lat = np.concatenate(parts) / 1e3
@@ -220,42 +289,101 @@ def _per_type(
     return out
 
 
-def _hub_counts(decoded: Decoded, boot: np.ndarray) -> list[Found]:
+def _hub_counts(decoded: Decoded, boot: np.ndarray, timing: Timing) -> tuple[list[Found], int]:
     """What the hub counted itself (HEARTBEAT, saturating, per boot): bad frames it got
-    from the host (the cable's other direction) and frames it dropped for lack of buffer."""
+    from the host (the cable's other direction) and frames it dropped for lack of buffer;
+    and how many of those it had dropped by the end of a join (nobody read: not the link)."""
     beats = decoded.tables.get("HEARTBEAT")
     if beats is None or not len(beats):
-        return []
+        return [], 0
     starts = np.searchsorted(decoded.frames["offset"], beats["offset"])
-    their_boot = boot[starts]
+    their_boot, when = boot[starts], timing.t_s[starts]
+    settled = np.flatnonzero(when > timing.joined_until_s)
+    at_join = int(beats["tx_dropped"][settled[0]]) if np.isfinite(timing.joined_until_s) else 0
     found = []
     for name, what in (
         ("rx_bad", "bad frames from the host (the host-to-hub direction)"),
         ("tx_dropped", "frames dropped for lack of buffer (a stalled link)"),
     ):
         total = sum(int(beats[name][their_boot == b].max()) for b in np.unique(their_boot))
+        total -= at_join if name == "tx_dropped" else 0
         if total:
             first = int(beats["offset"][np.flatnonzero(beats[name])[0]])
             found.append(Found(f"the hub counted {total} {what}", total, [first]))
-    return found
+    return found, at_join
 
 
-def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, Any]:
-    """Everything ``stats`` reports, JSON-ready; ``problems`` names what is wrong in words."""
+def _stall(per_type: dict[int, dict[str, Any]], frames: np.ndarray, timing: Timing) -> Found | None:
+    """The longest HEARTBEAT silence (1 Hz), unless it ended at a join (nobody read)."""
+    beats = per_type.get(0, {}).get("HEARTBEAT")
+    if not beats or beats["max_gap_s"] <= HEARTBEAT_GAP_S:
+        return None
+    at = np.searchsorted(frames["offset"], beats["max_gap_at"])
+    if timing.t_s[at] <= timing.joined_until_s:
+        return None
+    return Found(f"no HEARTBEAT for {beats['max_gap_s']:.1f} s: the link stalled", 1,
+                 [beats["max_gap_at"]])  # fmt: skip
+
+
+def _edges(capture: np.ndarray, decoded: Decoded, continues: bool) -> tuple[list[Found], list[str]]:
+    """A capture's ends: a frame the recording cut (a problem, unless the next part holds the
+    rest) and a frame the host joined in the middle of (ICD §1: expected, a note)."""
+    problems, notes = [], []
+    ends = np.flatnonzero(capture == 0)
+    cut = len(capture) - (int(ends[-1]) + 1 if len(ends) else 0)
+    if cut and continues:
+        notes.append(f"the capture ends inside a frame ({plural(cut, 'byte')}): the next part "
+                     "holds the rest")  # fmt: skip
+    elif cut:
+        what = f"the capture ends inside a frame: its last {plural(cut, 'byte')} have no delimiter"
+        problems.append(Found(what + " (cut)", 1, [len(capture) - cut]))
+    joined = joined_bytes(decoded.frames[0], int(capture[0])) if len(decoded.frames) else 0
+    if joined:
+        notes.append(f"the capture starts inside a frame ({plural(joined, 'byte')} before the "
+                     "first delimiter): the host joined mid-frame (ICD §1), not a bad frame")  # fmt: skip
+    return problems, notes
+
+
+def _timing_notes(timing: Timing, frames: np.ndarray) -> list[str]:
+    notes = []
+    if timing.speed != 1.0:
+        notes.append(f"the hub's clock ran {timing.speed:g} times the host's: a table played at "
+                     f"{timing.speed:g}x (the virtual table); host times scaled by {timing.speed:g}")  # fmt: skip
+    if timing.backlog.any():
+        n = int(timing.backlog.sum())
+        notes.append(f"joined a running hub: the first {plural(n, 'frame')} "
+                     f"({timing.backlog_hub_s:.1f} s of hub time) had queued before the "
+                     "recording began: timed by the hub's clock, left out of latency and drift")  # fmt: skip
+    return notes
+
+
+def link_stats(
+    capture: np.ndarray, rx: np.ndarray | None = None, *, continues: bool = False
+) -> dict[str, Any]:
+    """Everything ``stats`` reports, JSON-ready; ``problems`` names what is wrong in words,
+    ``notes`` what a reader should know (a speed, a join, a frame cut at a part's end).
+
+    ``continues``: the capture is a recording part with a next part (a frame cut at its end
+    goes on there).
+    """
     decoded = decode_capture(capture)
     frames = decoded.frames
     starts = boot_starts(decoded)
     reboots = _reboots(decoded, starts)
     boot = np.searchsorted(starts, frames["offset"], side="right")
-    t_s = _times_s(decoded, capture, rx)
-    has_host = rx is not None and len(rx) > 0
+    timing = _timing(decoded, capture, rx)
+    t_s, has_host = timing.t_s, timing.host
     good = np.isin(frames["status"], (OK, DUPLICATE, UNKNOWN))
     span = float(np.ptp(t_s[good])) if good.any() else 0.0
-    problems: list[Found] = []
+    problems, notes = _edges(capture, decoded, continues)
+    notes += _timing_notes(timing, frames)
 
     bad: dict[str, dict[str, Any]] = {}
-    for status in np.unique(frames["status"][frames["status"] >= BAD_COBS]).tolist():
-        mine = frames["status"] == status
+    is_bad = frames["status"] >= BAD_COBS
+    if len(frames) and joined_bytes(frames[0], int(capture[0])):
+        is_bad[0] = False
+    for status in np.unique(frames["status"][is_bad]).tolist():
+        mine = is_bad & (frames["status"] == status)
         offsets = frames["offset"][mine].astype(int).tolist()
         reason = STATUS_NAMES[status]
         bad[reason] = {"count": len(offsets), "offsets": offsets, "times_s": t_s[mine].tolist()}
@@ -268,17 +396,21 @@ def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, A
                   len(reboots), [r["offset"] for r in reboots])
         )  # fmt: skip
 
-    host_ppm = _hub_vs_host(decoded, t_s, boot) if has_host else {}
-    clocks = _clock_windows(decoded, starts, host_ppm, t_s)
-    lost = _lost(frames[good], boot[good], t_s[good])
+    hub_rate = HubRate(decoded, timing, boot) if has_host else None
+    host_ppm = {b: hub_rate.ppm(b) for b in hub_rate.boots} if hub_rate else {}
+    clocks = _clock_windows(decoded, starts, hub_rate, t_s)
+    lost = _lost(frames[good], t_s[good])
     retx = frames[good & ((frames["flags"] & FLAG_RETRANSMISSION) != 0)]
     per_type = _per_type(frames, t_s, boot, span)
-    latency = _latency(frames, t_s, boot) if has_host else {}
+    latency = _latency(frames, timing, boot) if has_host else {}
     nodes: dict[str, Any] = {}
+    lost_at_join: dict[int, int] = {}
     for node in sorted(set(per_type) | set(clocks) | set(lost)):
         label = node_label(node)
         entry: dict[str, Any] = {"name": NODE_NAMES.get(node, "?"), "types": per_type.get(node, {})}
-        entry["lost"] = lost.get(node, {"count": 0, "offsets": [], "times_s": [], "missing": []})
+        entry["lost"], entry["lost_at_join"] = _split_at_join(lost.get(node), timing)
+        if entry["lost_at_join"]:
+            lost_at_join[node] = entry["lost_at_join"]
         n_lost = entry["lost"]["count"]
         if n_lost:
             what = f"{label}: {plural(n_lost, 'frame')} lost (seq gaps)"
@@ -290,39 +422,76 @@ def link_stats(capture: np.ndarray, rx: np.ndarray | None = None) -> dict[str, A
                 Found(f"{label}: {plural(len(mine), 'retransmission')}", len(mine), mine)
             )
         if node in clocks:
-            series = np.array(clocks[node])
-            worst = float(series[np.argmax(np.abs(series[:, 2])), 2])
-            limit = float(MAX_PPM[node] if has_host else MAX_PPM[node] + MAX_PPM[0])
-            entry["clock"] = {
-                "reference": "host" if has_host else "hub",
-                "ppm": float(np.median(series[:, 2])),
-                "worst_ppm": worst,
-                "limit_ppm": limit,
-                "windows": clocks[node],  # [hub_s, offset_us, ppm]
-            }
-            if abs(worst) > limit + PPM_MARGIN:
-                against = "" if has_host else " against the hub"
-                why = "datasheet" if has_host else "datasheet, both crystals"
-                problems.append(
-                    Found(f"{label}: drift {worst:+.0f} ppm{against}, {why} ±{limit:.0f}", 1)
-                )
+            entry["clock"] = _clock_entry(np.array(clocks[node]), node, has_host)
+            problem = _drift_problem(label, entry["clock"], has_host)
+            if problem:
+                problems.append(problem)
         if node in latency:
             entry["latency"] = latency[node]
         nodes[str(node)] = entry
-    problems += _hub_counts(decoded, boot)
-    beats = per_type.get(0, {}).get("HEARTBEAT")
-    if beats and beats["max_gap_s"] > HEARTBEAT_GAP_S:
-        problems.append(
-            Found(f"no HEARTBEAT for {beats['max_gap_s']:.1f} s: the link stalled", 1,
-                  [beats["max_gap_at"]])
-        )  # fmt: skip
+    counted, dropped_at_join = _hub_counts(decoded, boot, timing)
+    problems += counted
+    stall = _stall(per_type, frames, timing)
+    if stall:
+        problems.append(stall)
+    parts = []
+    if lost_at_join:
+        parts.append("seq gaps at the join ("
+                     + ", ".join(f"{node_label(n)} {c}" for n, c in lost_at_join.items()) + ")")  # fmt: skip
+    if dropped_at_join:
+        parts.append(f"the hub's count of {plural(dropped_at_join, 'frame')} dropped for want "
+                     "of buffer")  # fmt: skip
+    if parts:
+        notes.append(f"before the join nobody read the port: {' and '.join(parts)} are not the "
+                     "link's")  # fmt: skip
     return {
         "clock": "host" if has_host else "hub",
+        "speed": timing.speed,
         "span_s": span,
         "frames": int((frames["status"] == OK).sum()),
-        "hub_vs_host_ppm": {str(b): v for b, v in host_ppm.items()},
+        "hub_vs_host_ppm": {str(b): v for b, (v, _) in host_ppm.items()},
+        "hub_vs_host_uncertainty_ppm": {str(b): u for b, (_, u) in host_ppm.items()},
+        "backlog_frames": int(timing.backlog.sum()),
         "bad": bad,
         "reboots": reboots,
         "nodes": nodes,
+        "notes": notes,
         "problems": [{"text": p.text(), "count": p.count, "offsets": p.offsets} for p in problems],
     }
+
+
+def _split_at_join(lost: dict[str, Any] | None, timing: Timing) -> tuple[dict[str, Any], int]:
+    """A node's losses after the join, and how many were lost at it (before anyone read)."""
+    if lost is None:
+        return {"count": 0, "offsets": [], "times_s": [], "missing": []}, 0
+    keep = [i for i, t in enumerate(lost["times_s"]) if t > timing.joined_until_s]
+    at_join = lost["count"] - sum(lost["missing"][i] for i in keep)
+    after = {key: [lost[key][i] for i in keep] for key in ("offsets", "times_s", "missing")}
+    return {"count": lost["count"] - at_join, **after}, at_join
+
+
+def _clock_entry(series: np.ndarray, node: int, has_host: bool) -> dict[str, Any]:
+    """A node's clock: the median window's rate, its uncertainty (the widest window's: the
+    median of figures each within its own bound of the truth is within the widest), the
+    worst window, the datasheet limit, every window."""
+    worst = int(np.argmax(np.abs(series[:, 2])))
+    return {
+        "reference": "host" if has_host else "hub",
+        "ppm": float(np.median(series[:, 2])),
+        "uncertainty_ppm": float(series[:, 3].max()),
+        "worst_ppm": float(series[worst, 2]),
+        "worst_uncertainty_ppm": float(series[worst, 3]),
+        "limit_ppm": float(MAX_PPM[node] if has_host else MAX_PPM[node] + MAX_PPM[0]),
+        "windows": series.tolist(),  # [t_s, offset_us, ppm, ±ppm]
+    }
+
+
+def _drift_problem(label: str, clock: dict[str, Any], has_host: bool) -> Found | None:
+    """A rate beyond the datasheet by more than the margin and its own uncertainty."""
+    worst, limit = clock["worst_ppm"], clock["limit_ppm"]
+    if abs(worst) - clock["worst_uncertainty_ppm"] <= limit + PPM_MARGIN:
+        return None
+    against = "" if has_host else " against the hub"
+    why = "datasheet" if has_host else "datasheet, both crystals"
+    what = f"{label}: drift {worst:+.0f} ±{clock['worst_uncertainty_ppm']:.1f} ppm{against}"
+    return Found(f"{what}, {why} ±{limit:.0f}", 1)

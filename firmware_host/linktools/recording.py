@@ -13,8 +13,12 @@ two hub frames).  A hub reboot restarts the hub clock at an arbitrary value:
 each boot's hub times are carried on from where the last boot's ended.
 
 Frames are the runs between ``0x00`` delimiters, so a bad frame is a frame
-here too; bytes after the last delimiter are an unfinished frame and left
-out.  Everything is columnar (numpy); bytes are sliced only on request.
+here too.  Bytes after the last delimiter are a frame the capture cut
+(``CUT``: the recording ended inside it), and a first frame that fails its
+checks in a capture that does not begin with a delimiter is the end of a
+frame the host joined in the middle of (``JOINED``, ICD §1).  Each table
+frame carries the decoder's ``seq`` mark (:mod:`protocol.seqwindow`).
+Everything is columnar (numpy); bytes are sliced only on request.
 """
 
 from __future__ import annotations
@@ -25,11 +29,15 @@ from pathlib import Path
 import numpy as np
 
 from protocol.decoder import Decoded, decode_capture
+from protocol.kernels import BAD_COBS, MAX_ENCODED
 
 from ..recorder import SentFrame, read_rx_times, read_sent
 from ..timing.unwrap import unwrap
+from .hosttime import recording_speed
 
 HOST_CLOCK, HUB_CLOCK = "host", "hub"
+WHOLE, CUT, JOINED = 0, 1, 2  # a frame as the recording holds it (Recording.kind)
+KIND_NAMES = {WHOLE: "whole", CUT: "cut at the capture's end", JOINED: "joined mid-frame"}
 
 
 @dataclass
@@ -44,6 +52,10 @@ class Recording:
     host: np.ndarray  # bool, the host sent it (from the .tx side file)
     time_ns: np.ndarray  # int64, in ``clock``
     clock: str  # HOST_CLOCK or HUB_CLOCK
+    seq_mark: np.ndarray  # uint8, the decoder's seq mark (protocol.seqwindow; NONE: host, bad)
+    seq_gap: np.ndarray  # uint16, GAP: frames of its node missing just before it
+    kind: np.ndarray  # uint8, WHOLE, CUT or JOINED
+    speed: float = 1.0  # a virtual table played this many times faster (time_ns scaled by it)
 
     def __len__(self) -> int:
         return len(self.start)
@@ -109,24 +121,57 @@ def hub_clock_at(decoded: Decoded, positions: np.ndarray) -> np.ndarray:
     return t[np.maximum(at, 0)]
 
 
+def joined_bytes(first: np.void, first_byte: int) -> int:
+    """The length of a stream's first frame (decoder frame table row) when it is the end of a
+    frame the reader joined in the middle of (ICD §1: a host may attach mid-frame), else 0:
+    the stream does not begin with a delimiter and the frame fails its checks, no longer
+    than a frame can be."""
+    if first["offset"] != 0 or first_byte == 0 or first["status"] < BAD_COBS:
+        return 0
+    return int(first["length"]) if first["length"] <= MAX_ENCODED else 0
+
+
+def _table_frames(
+    capture: np.ndarray, decoded: Decoded
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(start, stop, seq_mark, seq_gap, kind) of the capture's frames, a cut tail included."""
+    start, stop = wire_frames(capture)
+    kind = np.zeros(len(start), np.uint8)
+    tail = int(stop[-1]) if len(stop) else 0
+    if tail < len(capture):
+        start, stop = np.append(start, tail), np.append(stop, len(capture))
+        kind = np.append(kind, np.uint8(CUT))
+    mark, gap = np.zeros(len(start), np.uint8), np.zeros(len(start), np.uint16)
+    frames = decoded.frames
+    if len(frames):
+        at = np.minimum(np.searchsorted(frames["offset"], start), len(frames) - 1)
+        known = frames["offset"][at] == start
+        mark[known], gap[known] = frames["seq_mark"][at[known]], frames["seq_gap"][at[known]]
+        if joined_bytes(frames[0], int(capture[0])):
+            kind[0] = JOINED
+    return start, stop, mark, gap, kind
+
+
 def load(path: str | Path, data: bytes | None = None) -> Recording:
     """A recording from its ``.bin`` part (``data``: its bytes, if already read)."""
     path = Path(path)
     capture = np.frombuffer(path.read_bytes() if data is None else data, np.uint8)
     sent = read_sent(path)
     buf = np.concatenate([capture, *(np.frombuffer(s.data, np.uint8) for s in sent)])
-    start, stop = wire_frames(capture)
+    decoded = decode_capture(capture)
+    start, stop, mark, gap, kind = _table_frames(capture, decoded)
     lengths = np.array([len(s.data) for s in sent], np.int64)
     host_start = len(capture) + np.cumsum(lengths) - lengths
     rx_path = path.with_suffix(".rxt")
     rx = read_rx_times(rx_path) if rx_path.exists() else np.zeros(0)
     sent_at = np.array([s.rx_offset for s in sent], np.int64)
+    speed = 1.0
     if len(rx):
         table_t = arrival_ns(rx, stop - 1)
         host_t = np.array([s.host_ns for s in sent], np.int64)
         clock = HOST_CLOCK
+        speed = _speed(decoded, rx, capture)
     else:
-        decoded = decode_capture(capture)
         table_t = hub_clock_at(decoded, start) * 1000
         host_t = hub_clock_at(decoded, np.maximum(sent_at - 1, 0)) * 1000
         clock = HUB_CLOCK
@@ -135,6 +180,8 @@ def load(path: str | Path, data: bytes | None = None) -> Recording:
     time_ns = np.concatenate([table_t, host_t]).astype(np.int64)
     place = np.concatenate([stop, sent_at])
     order = np.lexsort((host, place, time_ns)) if clock == HOST_CLOCK else np.lexsort((host, place))
+    if speed != 1.0 and len(time_ns):  # the table's time, not the host's
+        time_ns = time_ns.min() + ((time_ns - time_ns.min()) * speed).astype(np.int64)
     return Recording(
         buf=buf,
         capture_bytes=len(capture),
@@ -144,7 +191,23 @@ def load(path: str | Path, data: bytes | None = None) -> Recording:
         host=host[order],
         time_ns=time_ns[order],
         clock=clock,
+        seq_mark=np.concatenate([mark, np.zeros(len(sent), np.uint8)])[order],
+        seq_gap=np.concatenate([gap, np.zeros(len(sent), np.uint16)])[order],
+        kind=np.concatenate([kind, np.zeros(len(sent), np.uint8)])[order],
+        speed=speed,
     )
+
+
+def frame_arrival_us(decoded: Decoded, capture: np.ndarray, rx: np.ndarray) -> np.ndarray:
+    """Each decoded frame's host receive time (µs): the chunk its delimiter came in."""
+    starts, stops = wire_frames(capture)
+    at = np.clip(np.searchsorted(starts, decoded.frames["offset"]), 0, max(len(stops) - 1, 0))
+    return arrival_ns(rx, stops[at] - 1) / 1e3 if len(stops) else np.zeros(0)
+
+
+def _speed(decoded: Decoded, rx: np.ndarray, capture: np.ndarray) -> float:
+    boot = np.searchsorted(boot_starts(decoded), decoded.frames["offset"], side="right")
+    return recording_speed(decoded.frames, boot, frame_arrival_us(decoded, capture, rx))
 
 
 class SentInterleaver:

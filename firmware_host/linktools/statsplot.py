@@ -13,8 +13,9 @@ from matplotlib.figure import Figure
 
 
 def draw(report: dict[str, Any], path: str | Path) -> None:
-    """Two panels sharing the time axis: drift (ppm, dotted: datasheet limits), and
-    frames lost so far per node with bad frames so far per reason."""
+    """Two panels sharing the time axis: drift (ppm with its uncertainty as error bars,
+    dotted: datasheet limits), and frames lost so far per node with bad frames so far per
+    reason."""
     fig = Figure(figsize=(10, 6.5), layout="constrained")
     drift, loss = fig.subplots(2, 1, sharex=True)
     unit = "host receive time" if report["clock"] == "host" else "hub clock"
@@ -22,8 +23,8 @@ def draw(report: dict[str, Any], path: str | Path) -> None:
         label, colour = f"{node} {entry['name']}", f"C{int(node)}"  # one colour per node
         clock = entry.get("clock")
         if clock:
-            t, _, ppm = zip(*clock["windows"], strict=True)
-            drift.plot(t, ppm, marker=".", label=label, color=colour)
+            t, _, ppm, unc = zip(*clock["windows"], strict=True)
+            drift.errorbar(t, ppm, yerr=unc, marker=".", capsize=2, label=label, color=colour)
             for sign in (1, -1):
                 drift.axhline(sign * clock["limit_ppm"], color=colour, ls=":", lw=0.8)
         lost = entry["lost"]
@@ -38,7 +39,7 @@ def draw(report: dict[str, Any], path: str | Path) -> None:
         loss.step(times, [*totals, totals[-1]], where="post", color="k", ls=dash,
                   label=f"bad ({reason})")  # fmt: skip
     drift.set_ylabel(f"clock rate, ppm (vs {report['clock']})")
-    drift.set_title("Clock rate per node (dotted: datasheet limits)")
+    drift.set_title("Clock rate per node, with its uncertainty (dotted: datasheet limits)")
     loss.set_ylabel("frames so far")
     loss.set_xlabel(f"s ({unit})")
     loss.set_title("Frames lost (seq gaps) and bad frames (black)")

@@ -42,7 +42,7 @@ _ENTER, _ESC, _BACKSPACE = ("\r", "\n"), "\x1b", ("\x7f", "\b")
 _SORT_KEYS: dict[str, Callable[[Row], Any]] = {
     "node": lambda r: (r.node, r.name),
     "type": lambda r: (r.name, r.node),
-    "rate": lambda r: -r.rate_hz,
+    "rate": lambda r: -(r.rate_hz or 0.0),
     "count": lambda r: -r.count,
     "age": lambda r: r.age_s,
 }
@@ -114,6 +114,14 @@ def _values(row: Row) -> Text:
     return text
 
 
+def _rate(hz: float | None) -> str:
+    """Two decimals, or two significant digits below 1 Hz (a key press a minute is 0.017,
+    not 0.00); "-" before a row's second frame."""
+    if hz is None:
+        return "-"
+    return f"{hz:.2f}" if hz >= 1 or hz == 0 else f"{hz:.2g}"
+
+
 def _age(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 100 else f"{seconds / 60:.0f} min"
 
@@ -131,7 +139,7 @@ def _messages(snap: Snapshot, state: ViewState) -> Table:
             node_name(row.node),
             row.name,
             str(row.count),
-            f"{row.rate_hz:.2f}",
+            _rate(row.rate_hz),
             _age(row.age_s),
             _values(row),
         )
@@ -142,6 +150,13 @@ def _flag(value: float | None, fmt: str, flagged: bool) -> Text:
     if value is None:
         return Text("-")
     return Text(fmt.format(value) + (" !" if flagged else ""), style="bold red" if flagged else "")
+
+
+def _drift(h: NodeHealth) -> Text:
+    """The drift with how far it may be off (the fit's slope error), flagged outside the
+    datasheet."""
+    unc = "" if h.drift_uncertainty_ppm is None else f" ±{h.drift_uncertainty_ppm:.1f}"
+    return _flag(h.drift_ppm, "{:+.1f}" + unc, h.drift_flagged)
 
 
 def _nodes(nodes: list[NodeHealth]) -> Table:
@@ -156,7 +171,7 @@ def _nodes(nodes: list[NodeHealth]) -> Table:
             _flag(h.lost, "{}", h.lost > 0),
             str(h.retransmissions),
             _flag(None if h.offset_us is None else h.offset_us / 1000, "{:.3f}", False),
-            _flag(h.drift_ppm, "{:+.1f}", h.drift_flagged),
+            _drift(h),
             _flag(h.uncertainty_us, "{:.1f}", h.uncertainty_flagged),
         )
     return table
@@ -188,6 +203,8 @@ def _header(snap: Snapshot, state: ViewState) -> Text:
     bad = ", ".join(f"{reason} {n}" for reason, n in snap.bad.items()) or "none"
     text.append(f"\nbad frames: {bad}", style="bold red" if snap.bad else "")
     text.append(f"  unknown {snap.unknown}  duplicates {snap.duplicates}  reboots {snap.reboots}")
+    if snap.joined_bytes:
+        text.append(f"  joined mid-frame: the first {snap.joined_bytes} bytes were no frame")
     return text
 
 

@@ -25,15 +25,19 @@ from typing import Any
 
 import numpy as np
 
+from firmware_host.linktools.drift import slope_uncertainty
 from firmware_host.linktools.names import VALUE_NAMES
+from firmware_host.linktools.recording import joined_bytes
 from firmware_host.timing import clock_model as cm
 from firmware_host.timing.rows import to_rows
 from firmware_host.timing.timeline import CLOCK_TYPES, Timeline
 from protocol import kernels as k
 from protocol.catalogue import FLAG_RETRANSMISSION
-from protocol.decoder import StreamDecoder, record_fields
+from protocol.decoder import STATUS_NAMES, StreamDecoder, record_fields
 
 RATE_WINDOW_US = 5_000_000  # rates over the last 5 s of the sender's clock
+STEADY_FRAMES = 3  # ... when it holds this many frames; else over the row's last
+SPARSE_FRAMES = 8  # ... this many
 RING = 4096  # frame stamps kept per (node, type): the window at 240 Hz, twice over
 RESET_US = 1_000_000  # a stamp this far behind the last one: the node's clock restarted
 BYTES_WINDOW_NS = 2_000_000_000  # the link's bytes per second over the last 2 s
@@ -90,14 +94,29 @@ class _Series:
             self.changed, self.changed_ns = changed, now_ns
         self.fields = fields
 
-    def rate_hz(self, now_ns: int) -> float:
-        """Frames per second of the sender's clock over the window; 0 once it fell silent."""
-        if self.n < 2 or now_ns - self.last_ns > RATE_WINDOW_US * 1000:
-            return 0.0
+    def rate_hz(self, now_ns: int) -> float | None:
+        """Frames per second of the sender's clock; None before its second frame.
+
+        Over the last :data:`RATE_WINDOW_US` when that holds :data:`STEADY_FRAMES` or more;
+        a sparse row (a key press a minute) over its last :data:`SPARSE_FRAMES` instead, so
+        it reads 0.02, not 0.  0 once it fell silent: nothing for the window and for three
+        of its own intervals.
+        """
+        if self.n < 2:
+            return None
         stamps = self.stamps[: min(self.n, RING)]
         recent = stamps[(stamps > self.last_t - RATE_WINDOW_US) & (stamps <= self.last_t)]
-        span = self.last_t - int(recent.min())
-        return (len(recent) - 1) * 1e6 / span if span > 0 else 0.0
+        if len(recent) >= STEADY_FRAMES:
+            silent_ns = RATE_WINDOW_US * 1000
+            span, frames = self.last_t - int(recent.min()), len(recent)
+        else:
+            k = min(self.n, SPARSE_FRAMES, RING)
+            newest = self.stamps[(self.n - k + np.arange(k)) % RING]
+            span, frames = int(newest[-1] - newest[0]), k
+            silent_ns = max(RATE_WINDOW_US * 1000, 3 * span * 1000 // max(k - 1, 1))
+        if now_ns - self.last_ns > silent_ns or span <= 0:
+            return 0.0
+        return (frames - 1) * 1e6 / span
 
 
 @dataclass(frozen=True)
@@ -107,7 +126,7 @@ class Row:
     node: int
     name: str
     count: int
-    rate_hz: float
+    rate_hz: float | None  # None before the row's second frame
     age_s: float
     fields: dict[str, Any]
     changed: frozenset[str]  # the fields the newest change touched
@@ -124,6 +143,7 @@ class NodeHealth:
     offset_us: float | None = None  # hub minus node clock at the newest beacon
     drift_ppm: float | None = None
     uncertainty_us: float | None = None
+    drift_uncertainty_ppm: float | None = None  # how far drift_ppm may be off
 
     @property
     def drift_flagged(self) -> bool:
@@ -153,6 +173,7 @@ class Snapshot:
     raw_tail: bytes
     link: str
     notes: list[str] = field(default_factory=list)
+    joined_bytes: int = 0  # the end of a frame the reader joined in the middle of (not bad)
 
 
 class LinkTally:
@@ -170,6 +191,8 @@ class LinkTally:
         self._lamp: int | None = None
         self._link = ""
         self._now_ns = 0
+        self._joined: tuple[int, str] | None = None  # (bytes, reason) of a frame joined mid-way
+        self._first_byte = b""
 
     def set_link(self, state: str) -> None:
         """The transport's state in words (open, lost: the error ...), shown in the header."""
@@ -183,6 +206,11 @@ class LinkTally:
         """
         with self._lock:
             decoded = self._decoder.feed(data)
+            self._first_byte = self._first_byte or data[:1]
+            if self._joined is None and len(decoded.frames):
+                first = decoded.frames[0]
+                n = joined_bytes(first, self._first_byte[0])
+                self._joined = (n, STATUS_NAMES[int(first["status"])] if n else "")
             self._now_ns = now_ns
             self._bytes += len(data)
             self._byte_log.append((now_ns, self._bytes))
@@ -216,8 +244,13 @@ class LinkTally:
         with self._lock:
             now = self._now_ns if now_ns is None else now_ns
             stats = self._decoder.stats()
+            joined, reason = self._joined or (0, "")
+            if joined:  # the end of a frame begun before the reader came: not a bad frame
+                stats.bad[reason] -= 1
+                stats.bad = {r: n for r, n in stats.bad.items() if n}
             rows = [self._row(key, s, now) for key, s in self._series.items()]
-            heard = sorted({node for node, _ in self._series} | set(stats.lost))
+            synced = np.flatnonzero(self._timeline.clocks.fit_i[:, cm.FI_N]).tolist()
+            heard = sorted({node for node, _ in self._series} | set(stats.lost) | set(synced))
             nodes = [self._health(node, stats.lost.get(node, 0)) for node in heard]
             (t0, b0), (t1, b1) = (
                 (self._byte_log[0], self._byte_log[-1]) if self._byte_log else _NO_BYTES
@@ -237,6 +270,7 @@ class LinkTally:
                 raw_tail=self._raw,
                 link=self._link,
                 notes=list(self._timeline.notices),
+                joined_bytes=joined,
             )
 
     @staticmethod
@@ -259,10 +293,28 @@ class LinkTally:
             return NodeHealth(*counters)
         n = clocks.fit_i[node, cm.FI_NREF]
         hub, unc = cm.to_hub(clocks, node, n)
+        slope = float(clocks.fit_f[node, cm.FF_B])
         return NodeHealth(
             *counters,
             offset_us=float(hub - n),
             # the fit's slope is d(hub - node)/d(node): a node running fast has it negative
-            drift_ppm=-float(clocks.fit_f[node, cm.FF_B]) * 1e6,
+            drift_ppm=-slope * 1e6,
             uncertainty_us=float(unc),
+            drift_uncertainty_ppm=self._drift_uncertainty(node, slope),
+        )
+
+    def _drift_uncertainty(self, node: int, slope: float) -> float | None:
+        """How far the fit's slope may be off (ppm): its samples' halves against it
+        (:func:`~firmware_host.linktools.drift.slope_uncertainty`), at least the
+        datasheet's delay spread over them; None before two samples."""
+        clocks = self._timeline.clocks
+        length, start = int(clocks.ring_len[node]), int(clocks.ring_start[node])
+        if length < 2:
+            return None
+        ring = (start + np.arange(length)) % clocks.ring_n.shape[1]
+        n, h = clocks.ring_n[node, ring], clocks.ring_h[node, ring]
+        span = float(n[-1] - n[0])
+        floor = cm.slope_error(node, float(length), span) if span > 0 else 0.0
+        return (
+            slope_uncertainty(n.astype(np.float64), (h - n).astype(np.float64), slope, floor) * 1e6
         )

@@ -321,7 +321,7 @@ class TablePublisher:
             return {"id": command_id, "ok": False, "error": refused}
         try:
             assert self.press is not None
-            self.press(command["key"], command.get("arg", 0), source="mqtt")
+            self.press(command["key"], command.get("arg", 0), source=f"mqtt command {command_id}")
             result = {"id": command_id, "ok": True, "key": command["key"]}
         except ValueError as exc:
             result = {"id": command_id, "ok": False, "error": str(exc)}

@@ -20,9 +20,10 @@ from typing import Any
 
 from rules import Referee, RulesConfig, indicator_for
 
-from .plot import VERDICT_WORDS, describe, draw, inline_svg
+from .plot import VERDICT_WORDS, draw, inline_svg
 from .rules_text import cite
 from .shots import ShotView, shots_of
+from .words import describe
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1240px; padding: 1em;
@@ -78,13 +79,14 @@ def _shot_html(view: ShotView, state: Any) -> str:
     v = view.verdict or {"verdict": "none", "reason": "no verdict"}
     rule = v.get("satisfied") if v["verdict"] == "legal" else ", ".join(v.get("rules") or ())
     words = VERDICT_WORDS.get(v["verdict"], v["verdict"])
-    events = "\n".join(describe(e, view.t0) for e in view.events)
+    events = "\n".join(describe(e, view) for e in view.events)
     player = f", player {v['player']}" if v.get("player") else ""
     return (
         f"<section class=shot id=shot-{view.number}><h2>Shot {view.number}{player}</h2>"
         f"<p class='verdict {html.escape(v['verdict'])}'>{words} {html.escape(rule or '')} — "
         f"{html.escape(v.get('reason', ''))}</p>"
-        f"<div class=picture>{inline_svg(draw(view))}</div>"
+        # the verdict is said once, above: the picture without its title
+        f"<div class=picture>{inline_svg(draw(view, title=False))}</div>"
         f"{_rules_html(v) if view.verdict else ''}"
         f"<details><summary>{len(view.events)} events</summary><pre>{html.escape(events)}</pre>"
         f"</details>{_state_html(state)}</section>"

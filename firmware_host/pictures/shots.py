@@ -9,7 +9,9 @@ a capture per shot.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from rules.shot import position_at
@@ -44,6 +46,19 @@ class ShotView:
         """Where ``ball`` was at ``t``: on its path (straight between vertices), else at rest."""
         rest = self.balls.get(ball)
         return None if rest is None else position_at(self.path(ball), rest, self.t0, t)
+
+    def moving_before(self, ball: int | None, t: int, within_us: int, moved_mm: float) -> bool:
+        """Whether ``ball`` was rolling ``within_us`` before ``t``: its path has a leg
+        across that instant that goes somewhere (a ball at rest, or one whose path starts
+        later -- struck at ``t`` -- has none)."""
+        if ball is None:
+            return False
+        before = t - within_us
+        path = self.path(ball)
+        for (ta, xa, ya), (tb, xb, yb) in pairwise(path):
+            if ta <= before < tb:
+                return math.hypot(xb - xa, yb - ya) >= moved_mm
+        return False
 
 
 def shots_of(events: list[Event], lines: list[Event]) -> dict[int, ShotView]:

@@ -113,6 +113,7 @@ class HealthMonitor:
             },
             "indicator": "ok" if daemon.indicator_ok else "failed",
             "indicator_failures": daemon.stats.indicator_failures,
+            "indicator_problem": daemon.indicator_problem,
             "recording": _space(self.record_dir),
             "verdicts": daemon.stats.verdicts,
             "last_verdict": daemon.last_verdict,
@@ -164,7 +165,8 @@ def problems(status: dict[str, Any], now_unix: float) -> list[str]:
             f"clock mapping: {clock['per_min']:.0f} refused syncs, outliers or steps a minute"
         )
     if status.get("indicator") != "ok":
-        found.append("indicator link failed: a lamp command was never acknowledged")
+        why = status.get("indicator_problem") or "a lamp command was never acknowledged"
+        found.append(f"indicator link failed: {why}")
     rec = status.get("recording")
     if rec and "error" in rec:
         found.append(f"recording folder {rec['dir']}: {rec['error']}")

@@ -101,6 +101,31 @@ def envelope_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 @njit(cache=True)
+def slope_error(node: int, m: float, span: float) -> float:
+    """How far a fit's slope may be off (a fraction, ppm · 1e-6): twice the beacons' delay
+    spread over the samples and the span, the envelope's excess at both ends (ICD §7)."""
+    return 2.0 * (MAX_DELAY_US[node] - MIN_DELAY_US[node]) / ((m + 1.0) * span)
+
+
+@njit(cache=True)
+def _clamped(node: int, b: float, m: int, span: float) -> bool:
+    """Whether a fit's slope beyond the datasheet is beacon noise (clamp it to the bound).
+
+    The datasheet bounds the frequency error (both crystals: ``REL_PPM``), so at start-up a
+    steeper edge over a short span is noise, and the best line at the bound serves better.
+    A slope past the bound by more than four times what the delays can explain
+    (:func:`slope_error`) over eight samples or more is the clock itself, out of spec:
+    it is kept (a cue at +180 ppm is shown as +180, not the bound's +157.5).
+    """
+    bound = REL_PPM[node] * 1.05e-6
+    if -bound <= b <= bound:
+        return False
+    if m < 8 or span <= 0.0:
+        return True
+    return abs(b) - bound <= 4.0 * slope_error(node, m, span)
+
+
+@njit(cache=True)
 def add_sync(clk: ClockArrays, node: int, n: np.int64, h: np.int64, window_us: np.int64) -> bool:
     """Take one CLOCK_SYNC sample (unwrapped node and hub time) and refit.
 
@@ -132,11 +157,8 @@ def add_sync(clk: ClockArrays, node: int, n: np.int64, h: np.int64, window_us: n
         x[j] = float(clk.ring_n[node, s] - n)
         y[j] = float((clk.ring_h[node, s] - clk.ring_n[node, s]) - offset_ref)
     a, b = envelope_line(x, y)
-    # The datasheet bounds the frequency error: a steeper edge is beacon
-    # noise over a short span (start-up), so take the best line at the bound.
-    bound = REL_PPM[node] * 1.05e-6
-    if b > bound or b < -bound:
-        b = bound if b > 0 else -bound
+    if _clamped(node, b, length, -x[0]):
+        b = REL_PPM[node] * 1.05e-6 if b > 0 else -REL_PPM[node] * 1.05e-6
         a = (y - b * x).max()
     clk.fit_i[node, FI_NREF] = n
     clk.fit_i[node, FI_OREF] = offset_ref
@@ -166,7 +188,7 @@ def to_hub(clk: ClockArrays, node: int, n: np.int64) -> tuple[np.int64, float]:
         unc += REL_PPM[node] * 1e-6 * abs(x)
     else:
         # slope error ~ the envelope's excess over the span, times the lever arm
-        unc += 2.0 * spread / (m + 1.0) * abs(x - clk.fit_f[node, FF_XBAR]) / span
+        unc += slope_error(node, m, span) * abs(x - clk.fit_f[node, FF_XBAR])
     return hub, unc
 
 

@@ -88,15 +88,7 @@ def random_match(
         )
         player = _next_player(tl, breaker)
         while tl.t < end and tl.sim.present.sum() >= 2:
-            balls = np.flatnonzero(tl.sim.present)
-            cue, target = (int(b) for b in rng.choice(balls, 2, replace=False))
-            shot = Shot(
-                cue,
-                _aim(tl, rng, cue, target),
-                rng.uniform(0.8, 5.0),
-                top=rng.uniform(-0.6, 1.0),
-                contact_ms=rng.uniform(1.0, 2.0),
-            )
+            shot = _aimed_shot(tl, rng, (0.8, 5.0))
             tl.shot(shot, pause_s=rng.uniform(5.0, 20.0), player=player)
             player = _next_player(tl, player)
         if tl.t < end:
@@ -104,6 +96,63 @@ def random_match(
             tl.keypad("new_frame")
             breaker = 3 - breaker
     return tl.truth()
+
+
+def busy_match(
+    seed: int = 0,
+    minutes: float = 60.0,
+    table: Table = DEFAULT_TABLE,
+    config: PhysicsConfig | None = None,
+) -> MatchTruth:
+    """A busy table: sixteen balls kept on the cloth, one struck hard every 1.5-3 s.
+
+    Why: a random match pots balls and waits 5-20 s between shots, so most
+    of its frames show a quiet table, while the fusion's cost grows with the
+    balls moving and the contacts per second.  Here a potted ball goes
+    straight back on the cloth and the next stroke comes while the last one's
+    balls still roll (an early shot, 14.2, every time: a stress of the
+    pipeline, not a match to referee).  ``bench/busy.py`` times it.
+    """
+    rng = np.random.default_rng(seed)
+    tl = Timeline(table, config or PhysicsConfig(), name=f"busy-{seed}")
+    end = minutes * 60.0
+    tl.wait(1.0)
+    _new_frame(tl, rng)
+    angle = _aim_at_point(tl.sim.p[0], np.array(table.back_mark), rng.normal(0.0, 0.6))
+    tl.shot(Shot(0, angle, rng.uniform(9.0, 12.0), top=0.3), pause_s=2.0, is_break=True)
+    player = 2
+    while tl.t < end:
+        _respot(tl, rng)  # while the last stroke's balls roll, so it is on the cloth when struck
+        tl.wait(rng.uniform(1.5, 3.0))
+        tl.strike(_aimed_shot(tl, rng, (3.0, 7.0)), player=player)
+        player = 3 - player
+    return tl.truth()
+
+
+def _aimed_shot(tl: Timeline, rng: np.random.Generator, speed_mps: tuple[float, float]) -> Shot:
+    """One ball on the cloth struck at another (:func:`_aim`), at a speed in ``speed_mps``."""
+    balls = np.flatnonzero(tl.sim.present)
+    cue, target = (int(b) for b in rng.choice(balls, 2, replace=False))
+    return Shot(
+        cue,
+        _aim(tl, rng, cue, target),
+        rng.uniform(*speed_mps),
+        top=rng.uniform(-0.6, 1.0),
+        contact_ms=rng.uniform(1.0, 2.0),
+    )
+
+
+def _respot(tl: Timeline, rng: np.random.Generator) -> None:
+    """Every ball off the cloth back on it, a ball's width from any other."""
+    table = tl.table
+    d = table.ball_mm
+    for ball in np.flatnonzero(~tl.sim.present):
+        taken = tl.sim.p[tl.sim.present]
+        while True:
+            xy = rng.uniform((2 * d, 2 * d), (table.length_mm - 2 * d, table.width_mm - 2 * d))
+            if np.min(np.hypot(*(taken - xy).T)) > 2 * d:
+                break
+        tl.place({int(ball): (float(xy[0]), float(xy[1]))})
 
 
 def _next_player(tl: Timeline, player: int) -> int:

@@ -47,11 +47,16 @@ class VirtualHub:
         speed: float = 1.0,
         rewire: Callable[[int], Wire] | None = None,
         wait_for_host: bool = False,
+        on_played: Callable[[], object] | None = None,
     ) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self.wire = wire
         self.wait_for_host = wait_for_host  # boot only once a host has written to the port
+        # called when the last wire's last chunk is sent, while the hub still answers the
+        # host for LINGER_S: `simulate --pty` says "match over" then, so a host that stops
+        # on it still has its lamp commands acknowledged
+        self.on_played = on_played
         self.speed = speed
         self.rewire = rewire
         self.commands = HostCommands()
@@ -135,6 +140,8 @@ class VirtualHub:
                     self._flush()
                 due = (wire.chunk_s[k] - now_s) / self.speed if k < len(wire.chunks) else 0.0
                 self._turn(sel, wire, started, timeout=min(max(due, 0.0), 0.05))
+            if linger_s and self.on_played is not None and not self._stop.is_set():
+                self.on_played()
             end = time.monotonic() + linger_s
             while time.monotonic() < end and not self._stop.is_set():
                 self._turn(sel, wire, started, timeout=0.02)

@@ -106,6 +106,14 @@ class LiveFeed(Broadcast):
             message = {"line": line, "lamp": self._lamp, "state": self._state}
         self._send(message)
 
+    def state(self, state: Any) -> None:
+        """The match state before any line (a new match, or one resumed from a recording):
+        the page shows it from its first second instead of "not known yet"."""
+        with self._lock:
+            self._state = match_state(state)
+            message = {"state": self._state}
+        self._send(message)
+
     def health(self, status: dict[str, Any], problems: list[str]) -> None:
         health = {**status, "problems": problems}
         with self._lock:

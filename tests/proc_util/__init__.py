@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def children(pid: int) -> set[int]:
@@ -39,3 +40,33 @@ def run_cli(
         cwd=ROOT,
         timeout=timeout,
     )
+
+
+def as_nobody(function: Any, *args: Any) -> Any:
+    """``function(*args)`` in a forked child that runs as ``nobody`` with no groups, as
+    an unprivileged daemon does (the tests run as root, whom no permission stops).
+    Returns its result, or raises its exception here."""
+    import pickle
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no logging, no threads of its own, out through the pipe
+        try:
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            outcome: tuple[bool, Any] = (True, function(*args))
+        except BaseException as exc:  # noqa: BLE001 - every outcome goes back to the test
+            outcome = (False, exc)
+        os.write(write, pickle.dumps(outcome))
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    ok, value = pickle.loads(data)
+    if not ok:
+        raise value
+    return value

@@ -160,6 +160,12 @@ ITEM_20 = [
         "20(2)(a)",
     ),
     foul(
+        "20 in words: the pair is unordered, the cue ball named first as the one that hit",
+        lambda: after_break().shot(cue=15).hit(0, 15).hit(0, 7).end(),
+        "20",
+        says=("after ball 15 hit the coloured ball, the coloured ball and ball 7 touched",),
+    ),
+    foul(
         "20(2)(a) twin: the same cushion again",
         lambda: after_break().shot().hit(0, 7).cushion(7, 1).cushion(7, 1).end(),
         "20",
