@@ -17,6 +17,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from rules.catalogue import CODES, NAMES
+
 from .geometry import carry_step, frozen_mask
 from .paths import PATH_TOLERANCE_MM, simplify
 from .state import (
@@ -33,36 +35,22 @@ from .state import (
     Y,
 )
 
-# Event type codes, in the order events of the same hub time are written
-# (a shot ends before the next starts; a shot starts before its tip contact).
-(
-    EV_BOOT,
-    EV_NODE_STATUS,
-    EV_KEYPAD,
-    EV_SHOT_END,
-    EV_REST,
-    EV_SHOT_START,
-    EV_CUE_CONTACT,
-    EV_BALL_CONTACT,
-    EV_CUSHION,
-    EV_POCKET,
-    EV_LINE_CROSS,
-    EV_BALL_MOVED,
-) = range(12)
-EVENT_NAMES = (
-    "boot",
-    "node_status",
-    "keypad",
-    "shot_end",
-    "rest",
-    "shot_start",
-    "cue_contact",
-    "ball_contact",
-    "cushion",
-    "pocket",
-    "line_cross",
-    "ball_moved",
-)
+# Event type codes and names, from the event catalogue (rules/catalogue.py): the order events
+# of the same hub time are written in (a shot ends before the next starts; a shot starts
+# before its tip contact)
+EV_BOOT = CODES["boot"]
+EV_NODE_STATUS = CODES["node_status"]
+EV_KEYPAD = CODES["keypad"]
+EV_SHOT_END = CODES["shot_end"]
+EV_REST = CODES["rest"]
+EV_SHOT_START = CODES["shot_start"]
+EV_CUE_CONTACT = CODES["cue_contact"]
+EV_BALL_CONTACT = CODES["ball_contact"]
+EV_CUSHION = CODES["cushion"]
+EV_POCKET = CODES["pocket"]
+EV_LINE_CROSS = CODES["line_cross"]
+EV_BALL_MOVED = CODES["ball_moved"]
+EVENT_NAMES = NAMES
 
 # Record slots: hub time, type, emission number, shot (-1: none), ball (-1: none), the type's
 # values A-E, its layout (-1: none), its paths [PATH0, PATH1), flags
