@@ -163,7 +163,7 @@ def boot_synthetic(rows, buffers: Buffers, state: TimelineState, hub_t, present)
     state.epoch[BOOTED] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def accept_hub(rows, row, buffers: Buffers, state: TimelineState) -> None:
     """A hub frame that continues the hub's clock: it is the reference time."""
     nodes, epoch = state.nodes, state.epoch
@@ -238,7 +238,7 @@ def hello(rows, row, buffers: Buffers, state: TimelineState) -> None:
     epoch[BOOTED] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hub_frame(rows, row, buffers: Buffers, state: TimelineState) -> None:
     """A hub frame other than HELLO: accepted if it continues the hub's clock, else held.
 

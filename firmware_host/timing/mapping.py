@@ -82,7 +82,7 @@ def unwrap_counter(nodes, node, column, has_column, raw, bits):
     return nodes[node, column]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def accept(rows, row, buffers: Buffers, epoch, release, nodes, counters, keep) -> None:
     """A row mapped to a plausible hub time: it moves the clocks on and joins the release
     (if its type is one the fusion takes: ``keep``)."""
@@ -104,7 +104,7 @@ def accept_in(rows, row, buffers: Buffers, state: TimelineState) -> None:
     accept(rows, row, buffers, state.epoch, state.release, state.nodes, state.counters, state.keep)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def plausible(epoch, params: Params, hub_t) -> bool:
     """A node's frame can only map near the hub's own newest frame (see TimelineParams)."""
     if epoch[FIRST_HUB_T] < 0:
@@ -113,7 +113,7 @@ def plausible(epoch, params: Params, hub_t) -> bool:
     return now - params.behind_us <= hub_t <= now + params.ahead_us
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def map_row(rows, row, epoch, clocks: cm.ClockArrays) -> None:
     """The row's hub time and its uncertainty (µs, rounded up, so never understated) from
     its node's clock model, in the current epoch's base."""
@@ -141,7 +141,7 @@ def hold(rows, row, buffers: Buffers, counters) -> None:
     buffers.counts[HELD_N] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def place(rows, row, buffers: Buffers, state: TimelineState) -> None:
     """A mapped row of a node: accepted if plausible, else held; a plausible one ends its
     node's held rows (they were glitches: the node's clock runs on)."""
@@ -252,7 +252,7 @@ def _take_sample(rows, hub_t, buffers: Buffers, state: TimelineState, peer, peer
         state.counters[REFUSED_SYNCS] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def node_frame(rows, row, buffers: Buffers, state: TimelineState) -> None:
     """A frame of a node with its own clock: mapped onto hub time if its clock is known,
     else left waiting for its first sync."""

@@ -40,13 +40,13 @@ from .state import (
 )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def released_before(hub_t: np.int64, row: np.int64, other_t: np.int64, other_row: np.int64) -> bool:
     """Release order: hub time, then arrival; rows at one hub time keep the wire's order."""
     return hub_t < other_t or (hub_t == other_t and row < other_row)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_push(buffers: Buffers, counters, hub_t: np.int64, row: np.int64) -> None:
     """Add a row to the release heap (a full heap is counted, never overrun)."""
     ht, hi = buffers.heap_t, buffers.heap_i
@@ -67,7 +67,7 @@ def heap_push(buffers: Buffers, counters, hub_t: np.int64, row: np.int64) -> Non
             break
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_pop(buffers: Buffers) -> None:
     """Drop the release heap's earliest row (the caller has read it), keeping the heap."""
     ht, hi = buffers.heap_t, buffers.heap_i
@@ -91,7 +91,7 @@ def heap_pop(buffers: Buffers) -> None:
         j = m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def release_upto(buffers: Buffers, release, counters, upto: np.int64) -> None:
     """Pop every heap entry at or before ``upto`` into ``buffers.released`` (``release``:
     the state's NEWEST_T, LAST_RELEASED_T, RELEASED_UPTO).
@@ -112,7 +112,7 @@ def release_upto(buffers: Buffers, release, counters, upto: np.int64) -> None:
         heap_pop(buffers)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def watermark(release, nodes, params: Params):
     """Hub time no live node can still precede (its own stamps, or the arrival bound)."""
     newest = release[NEWEST_T]
@@ -157,7 +157,7 @@ def seen(buffers: Buffers, epoch, nodes, counters, n_rows, node, hub_t):
         make_synthetic(buffers, epoch, counters, n_rows, hub_t, NODE_BACK, node, 0, True)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def declare_silent(rows, buffers: Buffers, epoch, release, nodes, counters, params: Params):
     """No frame about a present node for the silence bound: it is silent (NODE_SILENT)."""
     silence = params.silence_us
