@@ -14,10 +14,11 @@ numba writes each specialisation to its on-disk cache, then writes a
 kernels from the cache in about a second.
 
 The marker is a fingerprint of what numba's cache depends on: every source
-file of the kernel packages (path, size, mtime: numba's own staleness test),
-numba's and Python's versions and the CPU numba compiles for.  An upgrade,
-an edit or another machine changes it, and the next start warms up again
-(quickly where numba's own cache entries still hold).
+file of the kernel packages and of ``rules/`` (the event catalogue is compiled
+into the fusion): path, size, mtime; numba's and Python's versions and the CPU
+numba compiles for.  An upgrade, an edit or another machine changes it, and
+the next start warms up again (quickly where numba's own cache entries still
+hold).
 
 Run by hand (or by a packaging post-install step) it prints its progress::
 
@@ -42,7 +43,7 @@ from typing import Any
 from . import numba_cache
 
 MARKER = "firmware-host-warm.json"
-PACKAGES = ("firmware_host", "protocol")  # where the kernels (and what they import) live
+PACKAGES = numba_cache.OWN_PACKAGES  # where the kernels (and what they compile in) live
 PROGRESS_S = 1.0  # --machine: a progress line at least this often
 HUMAN_PROGRESS_S = 3.0
 

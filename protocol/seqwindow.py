@@ -68,6 +68,7 @@ def ahead(seq: int, last: int) -> int:
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _seen(row: np.ndarray, seq: int) -> bool:
+    """Whether ``seq`` is marked in the node's ring of the last ``WINDOW`` sequence numbers."""
     i = seq & (WINDOW - 1)
     return (row[RING + (i >> 6)] >> (i & 63)) & 1 != 0
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from protocol.geometry import DEFAULT_TABLE, Table
 
+from .catalogue import NEEDED_KEYS  # the keys the engine needs beyond t_us and type
 from .config import SENSOR_NODES, RulesConfig, SensorSet
 from .rack import MAX_BALLS, RackCheck, check_rack
 from .shot import (
@@ -38,14 +39,6 @@ from .shot import (
 )
 
 Line = dict[str, Any]
-
-# The keys the engine needs beyond t_us and type (EVENTS.md); others are read with defaults.
-NEEDED_KEYS = {
-    "ball_contact": ("balls",),
-    "cushion": ("ball", "cushion"),
-    "pocket": ("ball", "pocket"),
-    "line_cross": ("ball", "line"),
-}
 
 
 def missing_keys(event: Event) -> list[str]:

@@ -17,8 +17,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from firmware_host.fusion import kernel as k
+from firmware_host.fusion import records as k
 from firmware_host.fusion.events import Fusion, FusionParams, fusion_arrays
+from firmware_host.fusion.fuse import fuse
 from firmware_host.fusion.stream import events_from_capture
 from firmware_host.timing.rows import C_HUB, C_TRACK, C_TYPE, N_COLS, col, pack_tracks, type_of
 from firmware_host.timing.timeline import Ordered
@@ -440,22 +441,25 @@ def test_random_matches_with_frames_at_contacts_give_no_false_ball_moved(capsys)
 def fuse_into(rows, tracks, n_ev: int, n_snaps: int = 64, n_paths: int = 4096):
     state = fusion_arrays(FusionParams(), DEFAULT_TABLE)
     ordered = Ordered.of(rows, tracks)
-    ev = np.zeros((n_ev, k.N_OUT), np.int64)
-    snaps, frozen = np.zeros((n_snaps, 16, 3)), np.zeros((n_snaps, 16), np.int64)
-    paths = np.zeros((n_paths, 4))
-    nev, nsnap, npath, _ = k.fuse(
+    out = k.Out(
+        events=np.zeros((n_ev, k.N_OUT), np.int64),
+        layouts=np.zeros((n_snaps, 16, 3)),
+        frozen=np.zeros((n_snaps, 16), np.int64),
+        paths=np.zeros((n_paths, 4)),
+        written=np.zeros(3, np.int64),
+        counters=state.counters,
+    )
+    fuse(
         state,
         ordered.store,
         ordered.synthetic,
         ordered.index,
         ordered.store_tracks,
         np.int64(rows[-1, C_HUB]),
-        ev,
-        snaps,
-        frozen,
-        paths,
+        out,
     )
-    return state, ev[:nev], snaps[:nsnap], paths[:npath]
+    nev, nsnap, npath = out.written
+    return state, out.events[:nev], out.layouts[:nsnap], out.paths[:npath]
 
 
 def test_a_full_event_buffer_never_overwrites_an_earlier_event():
@@ -468,7 +472,7 @@ def test_a_full_event_buffer_never_overwrites_an_earlier_event():
         state, ev, _, _ = fuse_into(rows, tracks, room)
         assert len(ev) == room
         assert (ev == whole[:room]).all(), room
-        assert state.fs[k.F_EV_CUT] == len(whole) - room
+        assert state.counters[k.EVENTS_DROPPED] == len(whole) - room
 
 
 def test_snapshots_paths_and_held_clicks_past_their_room_are_counted_not_written():
@@ -477,11 +481,11 @@ def test_snapshots_paths_and_held_clicks_past_their_room_are_counted_not_written
     (start,) = ev[ev[:, k.O_TYPE] == k.EV_SHOT_START]
     (end,) = ev[ev[:, k.O_TYPE] == k.EV_SHOT_END]
     assert start[k.O_SNAP] == 0 and end[k.O_SNAP] == -1  # the end found no room: no layout
-    assert state.fs[k.F_SNAPS_CUT] == 1 and len(snaps) == 1
+    assert state.counters[k.LAYOUTS_DROPPED] == 1 and len(snaps) == 1
     state, ev, _, paths = fuse_into(rows, tracks, 256, n_paths=3)
     (end,) = ev[ev[:, k.O_TYPE] == k.EV_SHOT_END]
     assert (end[k.O_PATH0], end[k.O_PATH1]) == (0, 3) and len(paths) == 3
-    assert state.fs[k.F_PATHS_CUT] > 0
+    assert state.counters[k.PATH_POINTS_DROPPED] > 0
     # 40 clicks (a false-click storm) between shots: 32 wait for a tip contact, 8 cannot
     story = Story(MINIMUM | 1 << 6)
     for i in range(40):
@@ -489,7 +493,7 @@ def test_snapshots_paths_and_held_clicks_past_their_room_are_counted_not_written
     story.report(3_000_000, "KEYPAD", key=8, arg=0)
     rows, tracks = story.ordered()
     state, ev, _, _ = fuse_into(rows, tracks, 256)
-    assert state.fs[k.F_HELD_CUT] == 8
+    assert state.counters[k.HELD_FULL] == 8
     assert Fusion().counters.keys() >= {
         "events_dropped",
         "path_points_dropped",

@@ -23,6 +23,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from rules.catalogue import NEEDED_KEYS
+
 MAX_LINE = 16 << 20  # bytes: a shot_end with every path is far below this
 MAX_T_US = 2**63 - 1
 MAX_MM = 1e6  # a coordinate or size beyond a kilometre is no billiards table
@@ -219,44 +221,35 @@ SIDE = _ranged_int(0, SIDES - 1)
 POSITIONS = _nullable(_positions)
 FROZEN = _nullable(_frozen)
 
-# type -> key -> (required, check); EVENTS.md's table of event types.
-SHAPES: dict[str, dict[str, tuple[bool, Check]]] = {
+# type -> key -> its check; EVENTS.md's table of event types.  Which keys are required is
+# the event catalogue's (rules.catalogue.NEEDED_KEYS: what the rules cannot judge without);
+# the others are checked when present.
+SHAPES: dict[str, dict[str, Check]] = {
     "boot": {
-        "boot_id": (False, _nullable(_ranged_int(0, 2**64 - 1))),
-        "table": (False, _nullable(_table)),
-        "nodes": (False, _nullable(_nodes)),
+        "boot_id": _nullable(_ranged_int(0, 2**64 - 1)),
+        "table": _nullable(_table),
+        "nodes": _nullable(_nodes),
     },
-    "shot_start": {
-        "cue_ball": (False, _ball),
-        "balls": (False, POSITIONS),
-        "frozen": (False, FROZEN),
-    },
-    "cue_contact": {
-        "duration_us": (False, _ranged_num(0, 1e9)),
-        "force_n": (False, _ranged_num(0, 1e6)),
-    },
-    "ball_contact": {"balls": (True, _two_balls)},
-    "cushion": {"ball": (True, _ball), "cushion": (True, SIDE)},
-    "pocket": {
-        "ball": (True, _ball),
-        "pocket": (True, SIDE),
-        "colour": (False, _one_of("white", "coloured", None)),
-    },
+    "shot_start": {"cue_ball": _ball, "balls": POSITIONS, "frozen": FROZEN},
+    "cue_contact": {"duration_us": _ranged_num(0, 1e9), "force_n": _ranged_num(0, 1e6)},
+    "ball_contact": {"balls": _two_balls},
+    "cushion": {"ball": _ball, "cushion": SIDE},
+    "pocket": {"ball": _ball, "pocket": SIDE, "colour": _one_of("white", "coloured", None)},
     "line_cross": {
-        "ball": (True, _ball),
-        "line": (True, _one_of("centre", "house")),
-        "direction": (False, _one_of("front", "back", None)),
+        "ball": _ball,
+        "line": _one_of("centre", "house"),
+        "direction": _one_of("front", "back", None),
     },
-    "ball_moved": {"ball": (False, _ball)},
+    "ball_moved": {"ball": _ball},
     "shot_end": {
-        "balls": (False, POSITIONS),
-        "certain": (False, _flag),
-        "interrupted": (False, _flag),
-        "paths": (False, _nullable(_paths)),
+        "balls": POSITIONS,
+        "certain": _flag,
+        "interrupted": _flag,
+        "paths": _nullable(_paths),
     },
-    "rest": {"balls": (False, POSITIONS), "frozen": (False, FROZEN)},
-    "keypad": {"key": (False, _nullable(_text)), "arg": (False, _arg)},
-    "node_status": {"node": (False, _node), "status": (False, _nullable(_text))},
+    "rest": {"balls": POSITIONS, "frozen": FROZEN},
+    "keypad": {"key": _nullable(_text), "arg": _arg},
+    "node_status": {"node": _node, "status": _nullable(_text)},
 }
 
 
@@ -278,10 +271,10 @@ def check_event(event: Any) -> None:
     shape = SHAPES.get(kind)
     if shape is None:
         return  # a type this version does not know: the engine ignores it
-    missing = [k for k, (required, _) in shape.items() if required and k not in event]
+    missing = [k for k in NEEDED_KEYS.get(kind, ()) if k not in event]
     if missing:
         raise BadEvent(f"no {', '.join(repr(k) for k in missing)} (a {kind} needs it)")
-    for key, (_, check) in shape.items():
+    for key, check in shape.items():
         if key in event:
             check(event[key], f"{kind}: {key!r}")
 

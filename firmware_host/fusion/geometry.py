@@ -31,29 +31,29 @@ def geometry(table: Table = DEFAULT_TABLE, gap_mm: float = FROZEN_GAP_MM) -> np.
 
 
 @njit(cache=True)
-def cushion_gap(geo: np.ndarray, cushion: int, x: float, y: float) -> float:
+def cushion_gap(geo: np.ndarray, cushion: int, x_mm: float, y_mm: float) -> float:
     """Ball surface to cushion nose (mm), +inf where the ball is not along that piece."""
     L, W, r = geo[G_L], geo[G_W], geo[G_D] / 2
     if cushion == 0:
-        return x - r
+        return x_mm - r
     if cushion == 3:
-        return L - x - r
-    front = x < L / 2
+        return L - x_mm - r
+    front = x_mm < L / 2
     if cushion == 1:
-        return y - r if front else np.inf
+        return y_mm - r if front else np.inf
     if cushion == 2:
-        return y - r if not front else np.inf
+        return y_mm - r if not front else np.inf
     if cushion == 4:
-        return W - y - r if not front else np.inf
-    return W - y - r if front else np.inf  # 5
+        return W - y_mm - r if not front else np.inf
+    return W - y_mm - r if front else np.inf  # 5
 
 
 @njit(cache=True)
-def frozen_mask(geo: np.ndarray, x: float, y: float) -> np.int64:
+def frozen_mask(geo: np.ndarray, x_mm: float, y_mm: float) -> np.int64:
     """Bit c set: the ball rests against cushion c (gap no larger than the configured one)."""
     mask = np.int64(0)
     for c in range(6):
-        if cushion_gap(geo, c, x, y) <= geo[G_GAP]:
+        if cushion_gap(geo, c, x_mm, y_mm) <= geo[G_GAP]:
             mask |= np.int64(1) << c
     return mask
 
@@ -89,14 +89,20 @@ def line_x(geo: np.ndarray, line: int) -> float:
 
 @njit(cache=True)
 def nearest_ball(
-    xy: np.ndarray, on: np.ndarray, penalty: np.ndarray, x: float, y: float, limit: float
+    positions: np.ndarray,
+    on_table: np.ndarray,
+    penalty: np.ndarray,
+    x_mm: float,
+    y_mm: float,
+    limit: float,
 ) -> int:
-    """The present ball nearest (x, y) after its penalty (mm), or -1 if none within ``limit``."""
+    """The ball ``on_table`` nearest (``x_mm``, ``y_mm``) after its ``penalty`` (mm), or -1 if
+    none within ``limit``."""
     best, best_d = -1, limit
-    for b in range(xy.shape[0]):
-        if not on[b]:
+    for b in range(positions.shape[0]):
+        if not on_table[b]:
             continue
-        d = np.hypot(xy[b, 0] - x, xy[b, 1] - y) + penalty[b]
+        d = np.hypot(positions[b, 0] - x_mm, positions[b, 1] - y_mm) + penalty[b]
         if d < best_d:
             best, best_d = b, d
     return best
@@ -108,38 +114,50 @@ def nearest_ball(
 
 
 @njit(cache=True, inline="always")
-def step_velocity(x0: float, y0: float, x1: float, y1: float, span: float) -> tuple[float, float]:
-    """Velocity (mm/µs) of a ball seen at (x0, y0), then at (x1, y1) ``span`` µs later."""
-    return (x1 - x0) / span, (y1 - y0) / span
+def step_velocity(
+    from_x: float, from_y: float, to_x: float, to_y: float, span: float
+) -> tuple[float, float]:
+    """Velocity (mm/µs) of a ball seen at (``from_x``, ``from_y``), then at (``to_x``, ``to_y``)
+    ``span`` µs later."""
+    return (to_x - from_x) / span, (to_y - from_y) / span
 
 
 @njit(cache=True, inline="always")
-def carry(x: float, y: float, vx: float, vy: float, dt: float) -> tuple[float, float]:
-    """A ball at (x, y) moving straight at (vx, vy) mm/µs: where it is ``dt`` µs later."""
-    return x + vx * dt, y + vy * dt
+def carry(
+    from_x: float, from_y: float, velocity_x: float, velocity_y: float, dt_us: float
+) -> tuple[float, float]:
+    """A ball at (``from_x``, ``from_y``) moving straight at (``velocity_x``, ``velocity_y``) mm/µs:
+    where it is ``dt_us`` later."""
+    return from_x + velocity_x * dt_us, from_y + velocity_y * dt_us
 
 
 @njit(cache=True, inline="always")
-def carry_step(x0: float, y0: float, x1: float, y1: float, f: float) -> tuple[float, float]:
-    """A ball's last step, from (x0, y0) to (x1, y1), continued by ``f`` of itself.
+def carry_step(
+    from_x: float, from_y: float, to_x: float, to_y: float, fraction: float
+) -> tuple[float, float]:
+    """A ball's last step, from (``from_x``, ``from_y``) to (``to_x``, ``to_y``), continued by
+    ``fraction`` of itself.
 
-    ``f`` is the time since the step ended over the step's own time: a position
+    ``fraction`` is the time since the step ended over the step's own time: a position
     carried forward from the last two tracker frames without a division per axis.
     """
-    return x1 + (x1 - x0) * f, y1 + (y1 - y0) * f
+    return to_x + (to_x - from_x) * fraction, to_y + (to_y - from_y) * fraction
 
 
 @njit(cache=True, inline="always")
-def time_at_distance(dx: float, dy: float, dvx: float, dvy: float, d: float) -> float:
-    """When two centres ``(dx, dy)`` apart, closing at ``(dvx, dvy)`` per µs, are ``d`` apart.
+def time_at_distance(
+    apart_x: float, apart_y: float, closing_x: float, closing_y: float, distance: float
+) -> float:
+    """When two centres ``(apart_x, apart_y)`` apart, closing at ``(closing_x, closing_y)`` per µs,
+    are ``distance`` apart.
 
-    The earlier root of |(dx, dy) + s (dvx, dvy)| = d (a negative s: before now), or NaN
-    when they never are (no relative motion, or they pass wider than d).  With ``d`` one
+    The earlier root of |apart + s closing| = distance (a negative s: before now), or NaN
+    when they never are (no relative motion, or they pass wider than that).  With ``distance`` one
     ball diameter: the instant two straight-moving balls touch.
     """
-    a = dvx * dvx + dvy * dvy
-    b = 2 * (dx * dvx + dy * dvy)
-    c = dx * dx + dy * dy - d * d
+    a = closing_x * closing_x + closing_y * closing_y
+    b = 2 * (apart_x * closing_x + apart_y * closing_y)
+    c = apart_x * apart_x + apart_y * apart_y - distance * distance
     if a <= 0.0:
         return np.nan
     disc = b * b - 4 * a * c

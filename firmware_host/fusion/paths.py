@@ -16,9 +16,9 @@ PATH_TOLERANCE_MM = 2.0
 
 
 @njit(cache=True)
-def simplify(x: np.ndarray, y: np.ndarray, tol: float, keep: np.ndarray) -> int:
+def simplify(xs: np.ndarray, ys: np.ndarray, tolerance: float, keep: np.ndarray) -> int:
     """Mark in ``keep`` the points of the polyline a 2-D Douglas-Peucker keeps; returns how many."""
-    n = len(x)
+    n = len(xs)
     keep[:n] = False
     if n == 0:
         return 0
@@ -33,8 +33,8 @@ def simplify(x: np.ndarray, y: np.ndarray, tol: float, keep: np.ndarray) -> int:
         a, b = stack[top, 0], stack[top, 1]
         if b - a < 2:
             continue
-        worst, at = farthest(x, y, a, b)
-        if worst > tol:
+        worst, at = farthest(xs, ys, a, b)
+        if worst > tolerance:
             keep[at] = True
             stack[top, 0], stack[top, 1] = a, at
             stack[top + 1, 0], stack[top + 1, 1] = at, b
@@ -43,21 +43,21 @@ def simplify(x: np.ndarray, y: np.ndarray, tol: float, keep: np.ndarray) -> int:
 
 
 @njit(cache=True, inline="always")
-def farthest(x: np.ndarray, y: np.ndarray, a: int, b: int) -> tuple[float, int]:
-    """The point strictly between ``a`` and ``b`` farthest from the chord between them (the
-    first of equals), and its distance (-1.0 and -1: none).
+def farthest(xs: np.ndarray, ys: np.ndarray, start: int, end: int) -> tuple[float, int]:
+    """The point strictly between ``start`` and ``end`` farthest from the chord between them
+    (the first of equals), and its distance (-1.0 and -1: none).
 
     The distance is to the chord as a segment: a ball that runs into a cushion and back
     along the same line must keep its turning point.  (The interpreted worker runs a numpy
     twin of this loop: ``firmware_host.interpreted.farthest``.)
     """
-    dx, dy = x[b] - x[a], y[b] - y[a]
+    dx, dy = xs[end] - xs[start], ys[end] - ys[start]
     norm2 = dx * dx + dy * dy
     worst, at = -1.0, -1
-    for i in range(a + 1, b):
-        u = ((x[i] - x[a]) * dx + (y[i] - y[a]) * dy) / norm2 if norm2 > 1e-12 else 0.0
+    for i in range(start + 1, end):
+        u = ((xs[i] - xs[start]) * dx + (ys[i] - ys[start]) * dy) / norm2 if norm2 > 1e-12 else 0.0
         u = min(max(u, 0.0), 1.0)
-        d = np.hypot(x[i] - x[a] - u * dx, y[i] - y[a] - u * dy)
+        d = np.hypot(xs[i] - xs[start] - u * dx, ys[i] - ys[start] - u * dy)
         if d > worst:
             worst, at = d, i
     return worst, at

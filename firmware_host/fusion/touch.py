@@ -14,7 +14,7 @@ distance minus the radius) is modelled as an apex at the contact time
 or none: a ball whose rebound is too slow stays against the cushion).  With
 ``h`` free the fit says how close the ball came, with a standard error from
 the tracker's σ; with ``h`` = 0 it times the touch.  The kernel
-(:func:`.kernel._soft_watch`) decides from the fits; this module is the
+(:mod:`.soft_touches`) decides from the fits; this module is the
 arithmetic.
 """
 
@@ -26,12 +26,13 @@ from numba import njit
 from .geometry import G_CORNER_NOSE, G_L, G_MIDDLE_NOSE, G_W, cushion_gap
 
 TRACK_SIGMA_MM = 0.7  # ICD §7 tracker: position σ per frame
+DECISIVE_SIGMAS = 4.0  # the tracker is decisive about a place this many standard errors off it
 (FT_SSR, FT_H, FT_IN, FT_OUT, FT_SE_H, FT_SE_IN, FT_SE_OUT, FT_PRE, FT_POST) = range(9)
 N_FIT = 9
 
 
 @njit(cache=True)
-def nose_gap(geo: np.ndarray, cushion: int, x: float, y: float) -> float:
+def nose_gap(geo: np.ndarray, cushion: int, x_mm: float, y_mm: float) -> float:
     """Ball surface to cushion nose (mm), +inf where the ball is not along that piece or
     its centre is past the nose's end at a pocket (``G_CORNER_NOSE``, ``G_MIDDLE_NOSE``).
 
@@ -41,37 +42,37 @@ def nose_gap(geo: np.ndarray, cushion: int, x: float, y: float) -> float:
     alone, a ball resting against a cushion 56 mm from a corner was never seen to
     touch it: a false foul 20).
     """
-    g = cushion_gap(geo, cushion, x, y)
+    g = cushion_gap(geo, cushion, x_mm, y_mm)
     if not np.isfinite(g):
         return g
     L, W = geo[G_L], geo[G_W]
     corner = geo[G_CORNER_NOSE]
     across = cushion == 0 or cushion == 3  # the piece runs along y
-    s = y if across else x
+    s = y_mm if across else x_mm
     extent = W if across else L
-    if s < corner or s > extent - corner or (not across and abs(x - L / 2) < geo[G_MIDDLE_NOSE]):
+    if s < corner or s > extent - corner or (not across and abs(x_mm - L / 2) < geo[G_MIDDLE_NOSE]):
         return np.inf
     return g
 
 
 @njit(cache=True)
-def _inverse3(a: np.ndarray, out: np.ndarray) -> bool:
+def _inverse3(matrix: np.ndarray, out: np.ndarray) -> bool:
     """Inverse of the symmetric 3x3 matrix a into out; False if singular."""
-    c00 = a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]
-    c01 = a[1, 2] * a[2, 0] - a[1, 0] * a[2, 2]
-    c02 = a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]
-    det = a[0, 0] * c00 + a[0, 1] * c01 + a[0, 2] * c02
+    c00 = matrix[1, 1] * matrix[2, 2] - matrix[1, 2] * matrix[2, 1]
+    c01 = matrix[1, 2] * matrix[2, 0] - matrix[1, 0] * matrix[2, 2]
+    c02 = matrix[1, 0] * matrix[2, 1] - matrix[1, 1] * matrix[2, 0]
+    det = matrix[0, 0] * c00 + matrix[0, 1] * c01 + matrix[0, 2] * c02
     if abs(det) < 1e-12:
         return False
     out[0, 0] = c00 / det
     out[1, 0] = c01 / det
     out[2, 0] = c02 / det
-    out[0, 1] = (a[0, 2] * a[2, 1] - a[0, 1] * a[2, 2]) / det
-    out[1, 1] = (a[0, 0] * a[2, 2] - a[0, 2] * a[2, 0]) / det
-    out[2, 1] = (a[0, 1] * a[2, 0] - a[0, 0] * a[2, 1]) / det
-    out[0, 2] = (a[0, 1] * a[1, 2] - a[0, 2] * a[1, 1]) / det
-    out[1, 2] = (a[0, 2] * a[1, 0] - a[0, 0] * a[1, 2]) / det
-    out[2, 2] = (a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]) / det
+    out[0, 1] = (matrix[0, 2] * matrix[2, 1] - matrix[0, 1] * matrix[2, 2]) / det
+    out[1, 1] = (matrix[0, 0] * matrix[2, 2] - matrix[0, 2] * matrix[2, 0]) / det
+    out[2, 1] = (matrix[0, 1] * matrix[2, 0] - matrix[0, 0] * matrix[2, 1]) / det
+    out[0, 2] = (matrix[0, 1] * matrix[1, 2] - matrix[0, 2] * matrix[1, 1]) / det
+    out[1, 2] = (matrix[0, 2] * matrix[1, 0] - matrix[0, 0] * matrix[1, 2]) / det
+    out[2, 2] = (matrix[0, 0] * matrix[1, 1] - matrix[0, 1] * matrix[1, 0]) / det
     return True
 
 
@@ -79,17 +80,18 @@ def _inverse3(a: np.ndarray, out: np.ndarray) -> bool:
 def fit_apex(
     tau: np.ndarray,
     gap: np.ndarray,
-    n: int,
-    tc: float,
+    count: int,
+    apex_ms: float,
     free_h: bool,
     out: np.ndarray,
     work: np.ndarray,
 ):
-    """Least squares of ``gap[:n]`` (mm) at ``tau[:n]`` (ms) by an apex at ``tc``, slopes
-    kept >= 0 (a negative one is dropped and the rest refitted); ``h`` = 0 unless
-    ``free_h``.  Writes ``out[FT_*]``: the residual sum of squares, h, a_in, a_out (mm/ms)
-    and their standard errors (σ 0.7 mm a frame), and the frames before and after tc.
-    ``work``: (3, 3, 3) float scratch, so the caller's grid of fits allocates nothing per fit."""
+    """Least squares of ``gap[:count]`` (mm) at ``tau[:count]`` (ms) by an apex at
+    ``apex_ms``, slopes kept >= 0 (a negative one is dropped and the rest refitted); ``h`` = 0
+    unless ``free_h``.  Writes ``out[FT_*]``: the residual sum of squares, h, a_in, a_out
+    (mm/ms) and their standard errors (σ 0.7 mm a frame), and the frames before and after
+    the apex.  ``work``: (3, 3, 3) float scratch, so the caller's grid of fits allocates
+    nothing per fit."""
     a, inv = work[0], work[1]
     r, beta, x = work[2, 0], work[2, 1], work[2, 2]
     active = np.array([free_h, True, True])
@@ -98,10 +100,10 @@ def fit_apex(
     for _ in range(3):
         a[:, :] = 0.0
         r[:] = 0.0
-        for i in range(n):
+        for i in range(count):
             x[0] = 1.0
-            x[1] = max(tc - tau[i], 0.0)
-            x[2] = max(tau[i] - tc, 0.0)
+            x[1] = max(apex_ms - tau[i], 0.0)
+            x[2] = max(tau[i] - apex_ms, 0.0)
             for j in range(3):
                 if not active[j]:
                     continue
@@ -128,10 +130,10 @@ def fit_apex(
         return
     ssr = 0.0
     pre = 0
-    for i in range(n):
-        fit = beta[0] + beta[1] * max(tc - tau[i], 0.0) + beta[2] * max(tau[i] - tc, 0.0)
+    for i in range(count):
+        fit = beta[0] + beta[1] * max(apex_ms - tau[i], 0.0) + beta[2] * max(tau[i] - apex_ms, 0.0)
         ssr += (gap[i] - fit) ** 2
-        if tau[i] <= tc:
+        if tau[i] <= apex_ms:
             pre += 1
     out[FT_SSR] = ssr
     out[FT_H] = beta[0]
@@ -140,4 +142,4 @@ def fit_apex(
     for j in range(3):
         out[FT_SE_H + j] = TRACK_SIGMA_MM * np.sqrt(inv[j, j]) if active[j] else np.inf
     out[FT_PRE] = pre
-    out[FT_POST] = n - pre
+    out[FT_POST] = count - pre

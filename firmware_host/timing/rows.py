@@ -45,6 +45,22 @@ NODE_SILENT = 0xF0  # P0 = node: no frame about it for the silence bound
 NODE_BACK = 0xF1  # P0 = node: frames about it again
 CLOCK_STEP = 0xF2  # P0 = node, P1 = step (µs): its clock stepped and was resynced
 
+#: The fusion's inputs, released by the timeline in hub-time order; the rest only feed the
+#: clock models and the watermark.
+RELEASED_TYPES = (
+    "HELLO",
+    "NODE_STATUS",
+    "CUE_CONTACT",
+    "CUSHION_HIT",
+    "POCKET_DROP",
+    "BALL_TRACK",
+    "LINE_CROSS",
+    "BALL_CLICK",
+    "KEYPAD",
+)
+#: Read for the clocks and the hub's evidence of a reboot; never released.
+CLOCK_TYPES = ("CLOCK_SYNC", "HEARTBEAT")
+
 TRACK_FIELDS = ("ball", "state", "x", "y")
 TRACK_ITEM = 6  # bytes per ball in a BALL_TRACK item
 

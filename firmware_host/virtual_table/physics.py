@@ -216,48 +216,50 @@ class Pockets(NamedTuple):
 
 
 @numba.njit(cache=True)
-def _peval(c: np.ndarray, n: int, t: float) -> float:
-    """The polynomial of degree n with ascending coefficients c at t (Horner: one rounding a step)."""
+def _peval(coeffs: np.ndarray, degree: int, point: float) -> float:
+    """The polynomial of ``degree`` with ascending ``coeffs`` at ``point`` (Horner: one rounding a
+    step)."""
     r = 0.0
-    for k in range(n, -1, -1):
-        r = r * t + c[k]
+    for k in range(degree, -1, -1):
+        r = r * point + coeffs[k]
     return r
 
 
 @numba.njit(cache=True)
-def _bisect(c: np.ndarray, n: int, lo: float, hi: float) -> float:
-    """A root of the polynomial in [lo, hi] where it changes sign; returns the far side."""
-    flo = _peval(c, n, lo)
+def _bisect(coeffs: np.ndarray, degree: int, low: float, high: float) -> float:
+    """A root of the polynomial in [``low``, ``high``] where it changes sign; returns the far side."""
+    flo = _peval(coeffs, degree, low)
     for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
+        mid = 0.5 * (low + high)
+        if mid <= low or mid >= high:
             break
-        fm = _peval(c, n, mid)
+        fm = _peval(coeffs, degree, mid)
         if (fm > 0.0) == (flo > 0.0):
-            lo, flo = mid, fm
+            low, flo = mid, fm
         else:
-            hi = mid
-    return hi
+            high = mid
+    return high
 
 
 @numba.njit(cache=True)
-def _roots_in(c: np.ndarray, n: int, h: float, out: np.ndarray) -> int:
-    """Real roots in (0, h) of a polynomial of degree <= 4 (ascending coefficients), sorted.
+def _roots_in(coeffs: np.ndarray, degree: int, horizon: float, out: np.ndarray) -> int:
+    """Real roots in (0, ``horizon``) of a polynomial of degree <= 4 (ascending ``coeffs``), into
+    ``out``, sorted; returns how many.
 
     Why by derivatives: between consecutive roots of the derivative the
     polynomial is monotone, so one sign test and a bisection find its root
     robustly, with no ill-conditioned closed form for the quartic.
     """
     ders = np.zeros((5, 5))
-    for k in range(n + 1):
-        ders[0, k] = c[k]
-    for d in range(1, n + 1):
-        for k in range(n - d + 1):
+    for k in range(degree + 1):
+        ders[0, k] = coeffs[k]
+    for d in range(1, degree + 1):
+        for k in range(degree - d + 1):
             ders[d, k] = ders[d - 1, k + 1] * (k + 1)
     cnt = 0
     crit = np.empty(6)
-    for d in range(n - 1, -1, -1):  # from the linear derivative down to the polynomial
-        deg = n - d
+    for d in range(degree - 1, -1, -1):  # from the linear derivative down to the polynomial
+        deg = degree - d
         row = ders[d]
         m = 0
         crit[m] = 0.0
@@ -265,7 +267,7 @@ def _roots_in(c: np.ndarray, n: int, h: float, out: np.ndarray) -> int:
         for k in range(cnt):
             crit[m] = out[k]
             m += 1
-        crit[m] = h
+        crit[m] = horizon
         m += 1
         cnt = 0
         flo = _peval(row, deg, crit[0])
@@ -279,37 +281,39 @@ def _roots_in(c: np.ndarray, n: int, h: float, out: np.ndarray) -> int:
 
 
 @numba.njit(cache=True)
-def _first_entry(c: np.ndarray, n: int, h: float, tol: float, work: np.ndarray) -> float:
-    """First time in [0, h] at which f (>= 0 outside contact) falls to <= 0; inf if none.
+def _first_entry(
+    coeffs: np.ndarray, degree: int, horizon: float, tol: float, work: np.ndarray
+) -> float:
+    """First time in [0, ``horizon``] at which f (>= 0 outside contact) falls to <= 0; inf if none.
 
     A contact at t = 0 counts only when the pair is approaching (f' < 0),
     so a contact just resolved is not found again.
     """
-    if c[0] <= tol and (c[1] < -tol or (c[1] <= tol and c[2] < 0.0)):
+    if coeffs[0] <= tol and (coeffs[1] < -tol or (coeffs[1] <= tol and coeffs[2] < 0.0)):
         return 0.0  # touching and approaching, or pressed together by friction
     dc = np.empty(5)
-    for k in range(n):
-        dc[k] = c[k + 1] * (k + 1)
-    cnt = _roots_in(dc, n - 1, h, work) if n > 1 else 0
+    for k in range(degree):
+        dc[k] = coeffs[k + 1] * (k + 1)
+    cnt = _roots_in(dc, degree - 1, horizon, work) if degree > 1 else 0
     lo = 0.0
-    flo = c[0]
+    flo = coeffs[0]
     for k in range(cnt + 1):
-        hi = work[k] if k < cnt else h
-        fhi = _peval(c, n, hi)
+        hi = work[k] if k < cnt else horizon
+        fhi = _peval(coeffs, degree, hi)
         if flo > 0.0 and fhi <= 0.0:
-            return _bisect(c, n, lo, hi)
+            return _bisect(coeffs, degree, lo, hi)
         lo, flo = hi, fhi
     return np.inf
 
 
 @numba.njit(cache=True)
-def _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, dist, c):
-    """|dp + dv t + da t^2/2|^2 - dist^2 as ascending coefficients."""
-    c[4] = 0.25 * (dax * dax + day * day)
-    c[3] = dvx * dax + dvy * day
-    c[2] = dvx * dvx + dvy * dvy + dpx * dax + dpy * day
-    c[1] = 2.0 * (dpx * dvx + dpy * dvy)
-    c[0] = dpx * dpx + dpy * dpy - dist * dist
+def _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, dist, coeffs):
+    """|dp + dv t + da t^2/2|^2 - dist^2 as ascending coefficients, into ``coeffs``."""
+    coeffs[4] = 0.25 * (dax * dax + day * day)
+    coeffs[3] = dvx * dax + dvy * day
+    coeffs[2] = dvx * dvx + dvy * dvy + dpx * dax + dpy * day
+    coeffs[1] = 2.0 * (dpx * dvx + dpy * dvy)
+    coeffs[0] = dpx * dpx + dpy * dpy - dist * dist
 
 
 @numba.njit(cache=True)
@@ -357,10 +361,10 @@ def _motion(balls: Balls, friction: Friction, motion: Motion) -> None:
 
 
 @numba.njit(cache=True)
-def _advance(balls: Balls, motion: Motion, dt: float, spin_decel: float) -> None:
-    """Carry every ball dt seconds along its parabola; nothing happens on the way.
+def _advance(balls: Balls, motion: Motion, dt_s: float, spin_decel: float) -> None:
+    """Carry every ball ``dt_s`` seconds along its parabola; nothing happens on the way.
 
-    The caller chose dt as the time of the next event, so no ball changes
+    The caller chose ``dt_s`` as the time of the next event, so no ball changes
     phase or touches anything before it: the closed form is exact.  A
     sliding ball's spin velocity gains 5/2 of what friction takes from its
     velocity (a solid sphere); a rolling ball's spin stays equal to it.
@@ -371,18 +375,18 @@ def _advance(balls: Balls, motion: Motion, dt: float, spin_decel: float) -> None
         if not present[i]:
             continue
         if phase[i] != REST:
-            p[i, 0] += v[i, 0] * dt + 0.5 * a[i, 0] * dt * dt
-            p[i, 1] += v[i, 1] * dt + 0.5 * a[i, 1] * dt * dt
-            v[i, 0] += a[i, 0] * dt
-            v[i, 1] += a[i, 1] * dt
+            p[i, 0] += v[i, 0] * dt_s + 0.5 * a[i, 0] * dt_s * dt_s
+            p[i, 1] += v[i, 1] * dt_s + 0.5 * a[i, 1] * dt_s * dt_s
+            v[i, 0] += a[i, 0] * dt_s
+            v[i, 1] += a[i, 1] * dt_s
             if phase[i] == SLIDING:
-                s[i, 0] -= 2.5 * a[i, 0] * dt
-                s[i, 1] -= 2.5 * a[i, 1] * dt
+                s[i, 0] -= 2.5 * a[i, 0] * dt_s
+                s[i, 1] -= 2.5 * a[i, 1] * dt_s
             else:
                 s[i, 0] = v[i, 0]
                 s[i, 1] = v[i, 1]
         if wz[i] != 0.0:
-            dw = spin_decel * dt
+            dw = spin_decel * dt_s
             if abs(wz[i]) <= dw:
                 wz[i] = 0.0
             elif wz[i] > 0.0:
@@ -451,14 +455,17 @@ def _first_transition(
 
 
 @numba.njit(cache=True)
-def _reach(speed: float, accel: float, t: float) -> float:
-    """How far a relative motion of this speed and acceleration can carry in t: a pruning bound."""
-    return speed * t + 0.5 * accel * t * t
+def _reach(speed: float, accel: float, span: float) -> float:
+    """How far a relative motion of this speed and acceleration can carry in ``span``: a pruning
+    bound."""
+    return speed * span + 0.5 * accel * span * span
 
 
 @numba.njit(cache=True)
-def _first_ball_contact(i, p, v, a, phase, present, radius, best, c, work):
-    """Moving ball i's first touch of another ball before best: (t, other), or (best, -1).
+def _first_ball_contact(
+    ball, centres, velocities, accels, phase, present, radius, best, coeffs, work
+):
+    """Moving ``ball``'s first touch of another ball before ``best``: (t, other), or (best, -1).
 
     Each pair is searched once: a moving partner of lower index already
     searched it as its own first member.  A pair too far apart to close the
@@ -467,28 +474,28 @@ def _first_ball_contact(i, p, v, a, phase, present, radius, best, c, work):
     d = 2.0 * radius
     tol = 1e-6 * d
     found = -1
-    for j in range(p.shape[0]):
-        if j == i or not present[j] or (phase[j] != REST and j < i):
+    for j in range(centres.shape[0]):
+        if j == ball or not present[j] or (phase[j] != REST and j < ball):
             continue
-        dpx = p[j, 0] - p[i, 0]
-        dpy = p[j, 1] - p[i, 1]
-        dvx = v[j, 0] - v[i, 0]
-        dvy = v[j, 1] - v[i, 1]
-        dax = a[j, 0] - a[i, 0]
-        day = a[j, 1] - a[i, 1]
+        dpx = centres[j, 0] - centres[ball, 0]
+        dpy = centres[j, 1] - centres[ball, 1]
+        dvx = velocities[j, 0] - velocities[ball, 0]
+        dvy = velocities[j, 1] - velocities[ball, 1]
+        dax = accels[j, 0] - accels[ball, 0]
+        day = accels[j, 1] - accels[ball, 1]
         reach = _reach(math.hypot(dvx, dvy), math.hypot(dax, day), best)
         if math.hypot(dpx, dpy) - d > reach + 1e-9:
             continue
-        _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, d, c)
-        t = _first_entry(c, 4, best, tol * d, work)
+        _contact_coeffs(dpx, dpy, dvx, dvy, dax, day, d, coeffs)
+        t = _first_entry(coeffs, 4, best, tol * d, work)
         if t < best:
             best, found = t, j
     return best, found
 
 
 @numba.njit(cache=True)
-def _first_cushion(i, p, v, a, cushions, radius, best, c, work):
-    """Ball i's first arrival at a cushion line before best: (t, cushion), or (best, -1).
+def _first_cushion(ball, centres, velocities, accels, cushions, radius, best, coeffs, work):
+    """``ball``'s first arrival at a cushion line before ``best``: (t, cushion), or (best, -1).
 
     The centre reaches the line when one coordinate crosses its limit (a
     quadratic); it counts only where the other coordinate is within the
@@ -499,23 +506,24 @@ def _first_cushion(i, p, v, a, cushions, radius, best, c, work):
     for k in range(6):
         ax = axis[k]
         sg = sign[k]
-        c[0] = sg * (limit[k] - p[i, ax])
-        c[1] = -sg * v[i, ax]
-        c[2] = -0.5 * sg * a[i, ax]
-        if c[0] > radius + 1e-9 and c[1] >= 0.0 and c[2] >= 0.0:
+        coeffs[0] = sg * (limit[k] - centres[ball, ax])
+        coeffs[1] = -sg * velocities[ball, ax]
+        coeffs[2] = -0.5 * sg * accels[ball, ax]
+        if coeffs[0] > radius + 1e-9 and coeffs[1] >= 0.0 and coeffs[2] >= 0.0:
             continue  # away from the line and not turning towards it
-        t = _first_entry(c, 2, best, 1e-9, work)
+        t = _first_entry(coeffs, 2, best, 1e-9, work)
         if t < best:
             ot = 1 - ax
-            q = p[i, ot] + v[i, ot] * t + 0.5 * a[i, ot] * t * t
+            q = centres[ball, ot] + velocities[ball, ot] * t + 0.5 * accels[ball, ot] * t * t
             if lo[k] <= q <= hi[k]:
                 best, found = t, k
     return best, found
 
 
 @numba.njit(cache=True)
-def _first_jaw(i, p, v, a, jaw_xy, radius, best, c, work):
-    """Ball i's first touch of a pocket jaw (a cushion-nose end) before best: (t, jaw), or (best, -1).
+def _first_jaw(ball, centres, velocities, accels, jaw_xy, radius, best, coeffs, work):
+    """``ball``'s first touch of a pocket jaw (a cushion-nose end) before ``best``: (t, jaw), or
+    (best, -1).
 
     A jaw is a point, so the contact is the ball's distance to it falling to
     one radius (a quartic); jaws out of reach within best are skipped.
@@ -523,21 +531,34 @@ def _first_jaw(i, p, v, a, jaw_xy, radius, best, c, work):
     tol = 1e-6 * (2.0 * radius)
     found = -1
     for k in range(jaw_xy.shape[0]):
-        dpx = p[i, 0] - jaw_xy[k, 0]
-        dpy = p[i, 1] - jaw_xy[k, 1]
-        reach = _reach(math.hypot(v[i, 0], v[i, 1]), math.hypot(a[i, 0], a[i, 1]), best)
+        dpx = centres[ball, 0] - jaw_xy[k, 0]
+        dpy = centres[ball, 1] - jaw_xy[k, 1]
+        reach = _reach(
+            math.hypot(velocities[ball, 0], velocities[ball, 1]),
+            math.hypot(accels[ball, 0], accels[ball, 1]),
+            best,
+        )
         if math.hypot(dpx, dpy) - radius > reach + 1e-9:
             continue
-        _contact_coeffs(dpx, dpy, v[i, 0], v[i, 1], a[i, 0], a[i, 1], radius, c)
-        t = _first_entry(c, 4, best, tol * radius, work)
+        _contact_coeffs(
+            dpx,
+            dpy,
+            velocities[ball, 0],
+            velocities[ball, 1],
+            accels[ball, 0],
+            accels[ball, 1],
+            radius,
+            coeffs,
+        )
+        t = _first_entry(coeffs, 4, best, tol * radius, work)
         if t < best:
             best, found = t, k
     return best, found
 
 
 @numba.njit(cache=True)
-def _first_mouth(i, p, v, a, pockets, radius, best, c, work):
-    """Ball i's centre first crossing a pocket mouth before best: (t, pocket), or (best, -1).
+def _first_mouth(ball, centres, velocities, accels, pockets, radius, best, coeffs, work):
+    """``ball``'s centre first crossing a pocket mouth before ``best``: (t, pocket), or (best, -1).
 
     The centre crossing the mouth line between the pocket's two jaw points
     is the ball falling in (EV_POCKET).  Mouths farther than the ball can
@@ -548,21 +569,23 @@ def _first_mouth(i, p, v, a, pockets, radius, best, c, work):
     for k in range(6):
         nx = mouth_n[k, 0]
         ny = mouth_n[k, 1]
-        c[0] = -(nx * (p[i, 0] - mouth_a[k, 0]) + ny * (p[i, 1] - mouth_a[k, 1]))
+        coeffs[0] = -(
+            nx * (centres[ball, 0] - mouth_a[k, 0]) + ny * (centres[ball, 1] - mouth_a[k, 1])
+        )
         if (
-            c[0]
+            coeffs[0]
             > 3.0 * radius
-            + math.hypot(v[i, 0], v[i, 1]) * best
+            + math.hypot(velocities[ball, 0], velocities[ball, 1]) * best
             + 1e-9
-            + 0.5 * math.hypot(a[i, 0], a[i, 1]) * best * best
+            + 0.5 * math.hypot(accels[ball, 0], accels[ball, 1]) * best * best
         ):
             continue
-        c[1] = -(nx * v[i, 0] + ny * v[i, 1])
-        c[2] = -0.5 * (nx * a[i, 0] + ny * a[i, 1])
-        t = _first_entry(c, 2, best, 1e-9, work)
+        coeffs[1] = -(nx * velocities[ball, 0] + ny * velocities[ball, 1])
+        coeffs[2] = -0.5 * (nx * accels[ball, 0] + ny * accels[ball, 1])
+        t = _first_entry(coeffs, 2, best, 1e-9, work)
         if t < best:
-            qx = p[i, 0] + v[i, 0] * t + 0.5 * a[i, 0] * t * t
-            qy = p[i, 1] + v[i, 1] * t + 0.5 * a[i, 1] * t * t
+            qx = centres[ball, 0] + velocities[ball, 0] * t + 0.5 * accels[ball, 0] * t * t
+            qy = centres[ball, 1] + velocities[ball, 1] * t + 0.5 * accels[ball, 1] * t * t
             ex = mouth_b[k, 0] - mouth_a[k, 0]
             ey = mouth_b[k, 1] - mouth_a[k, 1]
             u = ((qx - mouth_a[k, 0]) * ex + (qy - mouth_a[k, 1]) * ey) / (ex * ex + ey * ey)
