@@ -17,11 +17,11 @@ from pathlib import Path
 import paho.mqtt.client as mqtt
 import pytest
 from club_util import Subscriber, as_printed, running_broker, wait_for
+from proc_util import doc_picture
 from test_report import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ["sim1", "sim2", "sim3", "sim4"]
-DOCS_SHOT = ROOT / "docs" / "pictures" / "club-page.png"
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_the_club_page_shows_every_table_and_sends_a_control_to_one(broker, tmp_
         ]
         assert not any(referee_fouls(subscriber, t) for t in TABLES if t != "sim2")
         browser.execute_script("window.scrollTo(0, 0)")
-        browser.save_screenshot(str(DOCS_SHOT))
+        browser.save_screenshot(str(doc_picture("club-page.png", tmp_path)))
 
         # A command delivered twice (the same id) is acted on once; the second says so.
         results = []

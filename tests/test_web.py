@@ -13,10 +13,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from proc_util import doc_picture
 from test_report import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS_SHOT = ROOT / "docs" / "pictures" / "live-page.png"
 
 
 class Daemon:
@@ -185,7 +185,7 @@ def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_toke
             line for line in daemon.err if "refused from 127.0.0.1: referee control" in line
         ]
         assert len(refusals) == 3 and "no token" in refusals[0]
-        browser.save_screenshot(str(DOCS_SHOT))
+        browser.save_screenshot(str(doc_picture("live-page.png", tmp_path)))
         # a phone: one column, nothing wider than the screen, the table still drawn
         browser.set_window_size(390, 844)
         widths = browser.execute_script(
@@ -193,7 +193,7 @@ def test_the_page_shows_the_match_live_and_takes_the_referees_keys_with_the_toke
             " document.getElementById('cloth').getBoundingClientRect().width]"
         )
         assert widths[0] <= widths[1] and widths[2] > 300, widths
-        browser.save_screenshot(str(DOCS_SHOT.with_name("live-page-phone.png")))
+        browser.save_screenshot(str(doc_picture("live-page-phone.png", tmp_path)))
     finally:
         if browser is not None:
             browser.quit()

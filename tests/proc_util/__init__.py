@@ -70,3 +70,12 @@ def as_nobody(function: Any, *args: Any) -> Any:
     if not ok:
         raise value
     return value
+
+
+def doc_picture(name: str, scratch: Path) -> Path:
+    """Where a test's screenshot goes: ``docs/pictures/NAME`` when asked for
+    (``FIRMWARE_HOST_DOC_PICTURES=1``, to refresh the docs after looking at it), else the
+    test's scratch folder, so that a test run never edits the checkout."""
+    if os.environ.get("FIRMWARE_HOST_DOC_PICTURES") == "1":
+        return ROOT / "docs" / "pictures" / name
+    return scratch / name
