@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SPEED = 10.0
 MINUTES = 7.0  # 42 s of play at 10x: the outage fits in its middle
 OUTAGE_S = 30.0
+WAITED_MS = 1000.0  # an event or a turn held this long waited on the network, not the CPU
 SLACK = 1.5  # what a busy machine's own stalls may grow by before they count as the outage's
 RELEASE_MS = 50.0  # the live-release bound (tests/test_fusion_e2e.py): a frame waits no longer
 
@@ -143,11 +144,14 @@ def test_a_30_s_outage_mid_match_loses_no_verdict_and_delays_no_lamp(broker, tmp
     # frames and sends the lamp commands) kept turning (its longest pause is printed: on a
     # machine shared with other jobs the scheduler alone can stall a thread for tens of ms).
     # The bound is the live one, or on a machine busy with other work what the same run
-    # showed before the outage (times SLACK): the outage may not add to it.
+    # showed before the outage (times SLACK): the outage may not add to it.  A wait on the
+    # network would be seconds (a connect's timeout, the whole outage): no single event
+    # may wait WAITED_MS, while one scheduler stall on a busy machine may pass the bound.
     calm = turns.gaps_ms(calm_ns, down_ns)
     assert len(lag) > 100 and len(before) > 20
-    assert lag.max() <= max(RELEASE_MS, SLACK * before.max())
+    assert np.percentile(lag, 99) <= max(RELEASE_MS, SLACK * np.percentile(before, 99))
     assert np.percentile(gaps, 99) <= max(RELEASE_MS, SLACK * np.percentile(calm, 99))
+    assert lag.max() < WAITED_MS and gaps.max() < WAITED_MS
     assert max(sink_ns) / 1e6 < 10.0
 
 
