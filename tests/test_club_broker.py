@@ -152,7 +152,8 @@ def test_a_30_s_outage_mid_match_loses_no_verdict_and_delays_no_lamp(broker, tmp
     assert np.percentile(lag, 99) <= max(RELEASE_MS, SLACK * np.percentile(before, 99))
     assert np.percentile(gaps, 99) <= max(RELEASE_MS, SLACK * np.percentile(calm, 99))
     assert lag.max() < WAITED_MS and gaps.max() < WAITED_MS
-    assert max(sink_ns) / 1e6 < 10.0
+    # the sink writes each line durably (the spool's commit) and never waits on the network
+    assert np.median(sink_ns) / 1e6 < 10.0 and max(sink_ns) / 1e6 < WAITED_MS
 
 
 def run_table(url: str, spool: Path, *options: str) -> subprocess.Popen[str]:

@@ -294,7 +294,8 @@ def test_new_frame_pressed_at_once_is_logged_and_keeps_the_match_clock():
             headers={"Authorization": "Bearer table-1-secret"},
         )
         assert urllib.request.urlopen(press, timeout=10).status == 202
-        out, _ = proc.communicate(timeout=120)
+        out = proc.stdout.read()  # type: ignore[union-attr]  # stderr is the reader's alone
+        proc.wait(120)
     finally:
         proc.kill()
     reader.join(10)
@@ -302,7 +303,8 @@ def test_new_frame_pressed_at_once_is_logged_and_keeps_the_match_clock():
     assert proc.returncode == 0, text
     assert "INFO firmware_host.presses: referee press from page 127.0.0.1: new_frame 0" in text
     lines = [json.loads(line) for line in out.splitlines()]
-    assert (lines[0]["kind"], lines[0]["rules"]) == ("notice", ["13"])
+    # the notice comes when the press is taken: on a busy machine after the first shot's verdict
+    assert [line["rules"] for line in lines if line["kind"] == "notice"] == [["13"]], lines
     times = [line["t_us"] for line in lines]
     assert max(times) - min(times) < 60_000_000, times  # a two-shot match, not an hour
 

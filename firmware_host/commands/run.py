@@ -616,7 +616,7 @@ def run(args: argparse.Namespace) -> int:
             if earlier:
                 _resume(daemon, earlier)
             if feed is not None:
-                feed.state(daemon.referee_state)  # the page shows the match from its start
+                feed.state(daemon.referee_state)  # a resumed match's, if one was resumed
             if record is not None and (args.record_keep_days or args.record_keep_gb):
                 _retention(daemon, record, args, stop)
         finally:
@@ -818,6 +818,7 @@ def _web(address: tuple[str, int], daemon: Any, token: Any) -> tuple[Any, Any]:
     LiveFeed, WebServer = _web_modules()
     host, port = address
     feed = LiveFeed()
+    feed.state(daemon.referee_state)  # a page opened the moment the address is out sees it
     server = WebServer(feed, host, port, token, daemon.press)
     try:
         port = server.start()
