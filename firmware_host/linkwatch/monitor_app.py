@@ -10,6 +10,8 @@ reads the same in a terminal without colour (and in ``tmux capture-pane``).
 
 from __future__ import annotations
 
+import collections
+import logging
 import os
 import queue
 import select
@@ -17,7 +19,8 @@ import sys
 import termios
 import threading
 import tty
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -263,6 +266,39 @@ def _follow_terminal(console: Console) -> None:
         pass  # not a terminal: rich's own guess
 
 
+HELD_LOG_LINES = 1000  # log lines kept while the view shows; the oldest go first
+
+
+class _Held(logging.Handler):
+    """The log's records while the full-screen view is up, newest HELD_LOG_LINES."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: collections.deque[logging.LogRecord] = collections.deque(
+            maxlen=HELD_LOG_LINES
+        )
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextmanager
+def _log_after_view() -> Iterator[None]:
+    """A log line written into the full-screen view scrolls it (its header and the bad-frame
+    count go off the top) until the next redraw fails to bring them back: the lines the log
+    gives while the view is up (a vanished port's reconnect warnings) are held, and written
+    in order once it ends."""
+    root = logging.getLogger()
+    handlers, held = root.handlers[:], _Held()
+    root.handlers = [held]
+    try:
+        yield
+    finally:
+        root.handlers = handlers
+        for record in held.records:
+            root.callHandlers(record)
+
+
 def run_view(
     snapshot: Callable[[], Snapshot],
     state: ViewState,
@@ -277,7 +313,11 @@ def run_view(
     console = Console()
     snap = snapshot()
     try:
-        with KeyReader() as reader, Live(console=console, screen=True, auto_refresh=False) as live:
+        with (
+            _log_after_view(),
+            KeyReader() as reader,
+            Live(console=console, screen=True, auto_refresh=False) as live,
+        ):
             while True:
                 try:
                     keys = [reader.keys.get(timeout=1 / REFRESH_HZ)]
