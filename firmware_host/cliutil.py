@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 from urllib.parse import urlsplit
 
+from .files import kind_of
+
 log = logging.getLogger(__name__)
 
 MIN_BAUD, MAX_BAUD = 50, 12_000_000  # the slowest standard rate, the fastest USB UART
@@ -298,19 +300,6 @@ def _check_url(url: str) -> None:
             raise UsageError(f"--port {url}: needs {scheme}://HOST:PORT (a port from 1 to 65535)")
 
 
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISREG, "a regular file"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return name
-    return "not a device"
-
-
 def _check_device(path: str) -> None:
     try:
         st = os.stat(path)
@@ -319,7 +308,7 @@ def _check_device(path: str) -> None:
     except OSError as exc:
         raise UsageError(f"--port {path}: {exc.strerror or exc}") from None
     if not stat.S_ISCHR(st.st_mode):
-        raise UsageError(f"--port {path}: {_kind(st.st_mode)}, not a serial device")
+        raise UsageError(f"--port {path}: {kind_of(st.st_mode)}, not a serial device")
     from .transport import access_problem
 
     problem = access_problem(path)

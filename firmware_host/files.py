@@ -39,7 +39,7 @@ def read_small(path: str | Path, max_bytes: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotAFile(f"not a regular file ({_kind(info.st_mode)})")
+            raise NotAFile(f"not a regular file ({kind_of(info.st_mode)})")
         if info.st_size > max_bytes:
             raise NotAFile(f"{info.st_size} bytes, more than the {max_bytes} such a file holds")
         with os.fdopen(os.dup(fd), "rb") as source:
@@ -97,8 +97,10 @@ def replace_atomically(target: str | Path, inputs: Iterable[str | Path] = ()) ->
         raise
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a path is, in words, for the one line that refuses it (``st_mode`` of a stat)."""
     for test, name in (
+        (stat.S_ISREG, "a regular file"),
         (stat.S_ISDIR, "a directory"),
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISCHR, "a character device"),
@@ -107,4 +109,4 @@ def _kind(mode: int) -> str:
     ):
         if test(mode):
             return name
-    return "not a file"
+    return "another kind of file"
