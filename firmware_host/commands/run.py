@@ -615,8 +615,8 @@ def run(args: argparse.Namespace) -> int:
             daemon.on_turn = _health(daemon, args.status, record, feed, publisher).turn
             if earlier:
                 _resume(daemon, earlier)
-            if feed is not None:
-                feed.state(daemon.referee_state)  # a resumed match's, if one was resumed
+                if feed is not None:  # the page had the new match's state: now the resumed one
+                    feed.state(daemon.referee_state)
             if record is not None and (args.record_keep_days or args.record_keep_gb):
                 _retention(daemon, record, args, stop)
         finally:
