@@ -4,7 +4,7 @@ Many tests run ``python -m firmware_host …`` as a user would, each with a
 time limit sized for a warm start.  On a fresh clone (CI) the first of them
 would otherwise pay the whole cold compile (two minutes of CPU on two busy
 cores) inside its limit.  The warm-up here is the one ``run`` starts in the
-background (``firmware_host.warmup``): it fills numba's cache and writes the
+background (``firmware_host.live.warmup``): it fills numba's cache and writes the
 marker, so every later process loads the kernels in about a second.  It is
 skipped when the marker says the cache is warm, and the cold-start tests use
 a cache directory of their own.
@@ -22,15 +22,17 @@ PROGRESS_S = 3.0
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    from firmware_host import warmup
+    from firmware_host.live import warmup
 
     if warmup.is_warm() or warmup.marker_path() is None:
         return
     say = session.config.pluginmanager.get_plugin("terminalreporter")
     write = say.write_line if say is not None else (lambda line: None)
-    write("numba kernels: compiling them once for this checkout (python -m firmware_host.warmup)")
+    write(
+        "numba kernels: compiling them once for this checkout (python -m firmware_host.live.warmup)"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "firmware_host.warmup", "--machine"],
+        [sys.executable, "-m", "firmware_host.live.warmup", "--machine"],
         stdout=subprocess.PIPE,
         text=True,
     )

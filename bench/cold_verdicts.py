@@ -92,8 +92,8 @@ def timed_run(args: argparse.Namespace, cache: Path, record: Path) -> dict[str, 
 def reference(record: Path) -> dict[int, dict[str, int]]:
     """The recording through the compiled pipeline at its own read times: per shot, when the
     host knew the shot had ended and when a warm daemon would have released its verdict."""
+    from firmware_host.link.recorder import read_rx_times
     from firmware_host.pipeline import Pipeline
-    from firmware_host.recorder import read_rx_times
 
     pipe = Pipeline()
     shots: dict[int, dict[str, int]] = {}

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from firmware_host.cli import main as cli
+from firmware_host.cli.main import main as cli
 from firmware_host.pipeline import replay
 from firmware_host.regress.cluster import SAMPLE_BYTES, connect, prepare
 from firmware_host.regress.corpus import find_recordings

@@ -42,7 +42,7 @@ MAIN_JOB = ["-m", "firmware_host", "run"]  # the README's main job, as `firmware
 # warm-up's workload misses a path, and a later start compiles it in the daemon, silently).
 COVERAGE = """
 import json
-from firmware_host.warmup import CompileLog
+from firmware_host.live.warmup import CompileLog
 log = CompileLog()
 log.install()
 from firmware_host.fusion.stream import events_from_capture
@@ -133,8 +133,9 @@ def import_times(env: dict[str, str]) -> dict[str, float]:
     bare = best("pass")
     return {
         "python_s": bare,
-        "cli_s": best("import firmware_host.cli as c; c.build_parser()") - bare,
-        "pipeline_and_daemon_s": best("import firmware_host.daemon, firmware_host.pipeline") - bare,
+        "cli_s": best("import firmware_host.cli.main as c; c.build_parser()") - bare,
+        "pipeline_and_daemon_s": best("import firmware_host.live.daemon, firmware_host.pipeline")
+        - bare,
     }
 
 
@@ -193,7 +194,7 @@ def main() -> int:
     }
     if stored.get("kernels") and not args.json:
         sys.path.insert(0, str(args.source.resolve() if args.source else ROOT))
-        from firmware_host.warmup import report
+        from firmware_host.live.warmup import report
 
         print(
             f"\nthe cold run's background compile: {stored['warmup_s']} s, "

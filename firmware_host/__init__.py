@@ -40,7 +40,7 @@ if _launched_as_cli():
 
 import threading as _threading  # after the handlers, on purpose
 
-from . import numba_cache as _numba_cache
+from .live import numba_cache as _numba_cache
 
 __version__ = "0.1.0"
 RESIGNAL_S = 0.05

@@ -1,5 +1,5 @@
 try:
-    from .cli import main
+    from .cli.main import main
 except KeyboardInterrupt:  # Ctrl-C while still importing: no traceback
     raise SystemExit(130) from None
 

@@ -196,7 +196,7 @@ def hil_port(pytestconfig: pytest.Config) -> str:
 
 @pytest.fixture(scope="session")
 def hil_baud(pytestconfig: pytest.Config) -> int:
-    from firmware_host.transport import DEFAULT_BAUD
+    from firmware_host.link.transport import DEFAULT_BAUD
 
     return int(pytestconfig.getoption("--hil-baud") or DEFAULT_BAUD)
 

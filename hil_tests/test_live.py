@@ -11,10 +11,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from firmware_host.command_link import CommandLink, Outcome
-from firmware_host.daemon import Daemon
+from firmware_host.link.command_link import CommandLink, Outcome
+from firmware_host.link.transport import Chunk, SerialTransport
+from firmware_host.live.daemon import Daemon
 from firmware_host.pipeline import replay
-from firmware_host.transport import Chunk, SerialTransport
 from hil_tests.verdicts import compare, decided, final_verdicts
 from protocol.decoder import StreamDecoder, decode_capture
 

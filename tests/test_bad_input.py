@@ -453,7 +453,7 @@ def test_a_full_disk_while_recording_is_logged_once_and_the_match_still_refereed
 
 
 def test_the_recording_resumes_when_space_returns(tmpfs: Path) -> None:
-    from firmware_host.recorder import CaptureRecorder
+    from firmware_host.link.recorder import CaptureRecorder
 
     now = [0.0]
     filler = fill(tmpfs, 16384)

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from firmware_host.cli import build_parser, main, named_command
+from firmware_host.cli.main import build_parser, main, named_command
 
 MARKUP = re.compile(r"``|:[a-z]+:`")
 

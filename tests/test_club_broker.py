@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from club_util import Subscriber, running_broker, wait_for
 
-from firmware_host.cliutil import dumps
-from firmware_host.daemon import Daemon
+from firmware_host.cli.args import dumps
+from firmware_host.live.daemon import Daemon
+from firmware_host.live.release_lag import SENSED
 from firmware_host.mqtt.publisher import TablePublisher
 from firmware_host.mqtt.spool import Spool
 from firmware_host.mqtt.topics import broker_url
 from firmware_host.pipeline import replay
-from firmware_host.release_lag import SENSED
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub

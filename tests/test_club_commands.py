@@ -9,11 +9,11 @@ import paho.mqtt.client as mqtt
 import pytest
 from club_util import as_printed, running_broker, wait_for
 
+from firmware_host.live.referee_token import RefereeToken
 from firmware_host.mqtt.publisher import TablePublisher
 from firmware_host.mqtt.spool import Spool
 from firmware_host.mqtt.topics import broker_url
 from firmware_host.pipeline import check_press
-from firmware_host.referee_token import RefereeToken
 
 TOKEN = "table-1-secret"
 

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from proc_util import children as child_pids
 
-from firmware_host import warmup
-from firmware_host.engine import AckSniffer, ColdStart, Compiled, FrameSniffer, heard_from
-from firmware_host.interpreted import TWINS
+from firmware_host.live import warmup
+from firmware_host.live.engine import AckSniffer, ColdStart, Compiled, FrameSniffer, heard_from
+from firmware_host.live.interpreted import TWINS
 from protocol.framing import encode_frame
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def _cold_run(chunks: list[tuple[bytes, int]], switch_after: float | None) -> An
     """The chunks through a ColdStart engine with a real worker; the warm-up (faked) done
     after ``switch_after`` of them (None: never).  Returns (outcomes, engine, worker)."""
     worker = subprocess.Popen(
-        [sys.executable, "-m", "firmware_host.interpreted"],
+        [sys.executable, "-m", "firmware_host.live.interpreted"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
@@ -196,7 +196,7 @@ def test_a_worker_behind_publishes_each_verdict_as_it_decides_it() -> None:
     rest, not with the last answer (verdicts 4-6 of issue 24 came together at the end)."""
     data = (ROOT / "hil_tests" / "corpus" / "ball_nudged_17.full.bin").read_bytes()
     worker = subprocess.Popen(
-        [sys.executable, "-m", "firmware_host.interpreted"],
+        [sys.executable, "-m", "firmware_host.live.interpreted"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
@@ -267,8 +267,8 @@ def test_the_workers_twins_keep_what_the_kernels_keep() -> None:
     import numpy as np
 
     from firmware_host.fusion import paths
-    from firmware_host.interpreted import crc32 as crc32_twin
-    from firmware_host.interpreted import farthest
+    from firmware_host.live.interpreted import crc32 as crc32_twin
+    from firmware_host.live.interpreted import farthest
     from protocol.kernels import CRC_TABLES, crc32
 
     def simplify_twin(x, y, tol, keep):  # the kernel's own loop, run as Python, with the twin
@@ -303,9 +303,7 @@ def test_the_workers_twins_keep_what_the_kernels_keep() -> None:
 
 
 def test_the_twins_replace_their_kernels_wherever_the_worker_calls_them() -> None:
-    code = (
-        "import firmware_host.pipeline, firmware_host.interpreted as i; print(*i.install_twins())"
-    )
+    code = "import firmware_host.pipeline, firmware_host.live.interpreted as i; print(*i.install_twins())"
     done = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "NUMBA_DISABLE_JIT": "1"},

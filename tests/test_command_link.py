@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firmware_host.command_link import (
+from firmware_host.link.command_link import (
     ACK_TIMEOUT_NS,
     CommandLink,
     CommandScheduler,
@@ -22,7 +22,7 @@ from firmware_host.command_link import (
     Outcome,
     indicator_state,
 )
-from firmware_host.transport import Backoff, Chunk, SerialTransport
+from firmware_host.link.transport import Backoff, Chunk, SerialTransport
 from protocol.catalogue import BY_NAME, FLAG_RETRANSMISSION, HOST_NODE
 from protocol.framing import Message, encode_frame, parse_frame
 

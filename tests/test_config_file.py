@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from firmware_host import config_file
-from firmware_host.cli import _parse, build_parser, main
-from firmware_host.cliutil import rules_config
+from firmware_host.cli import config_file
+from firmware_host.cli.args import rules_config
+from firmware_host.cli.main import _parse, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 

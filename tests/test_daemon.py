@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from firmware_host.command_link import LinkHealth
-from firmware_host.daemon import Daemon
-from firmware_host.engine import Compiled
+from firmware_host.link.command_link import LinkHealth
+from firmware_host.live.daemon import Daemon
+from firmware_host.live.engine import Compiled
 from firmware_host.pipeline import replay
 from firmware_host.service.health import HealthMonitor, problems
 from firmware_host.virtual_table import scenarios

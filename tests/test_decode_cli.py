@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from firmware_host.cli import main
+from firmware_host.cli.main import main
 from protocol.catalogue import MESSAGES
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from proc_util import run_cli as cli
 
-from firmware_host.recorder import RX_TIMES_DTYPE
+from firmware_host.link.recorder import RX_TIMES_DTYPE
 from protocol.framing import build_body, encode_frame
 
 HUB0_US = 1_000_000  # the hub's clock at the capture's t = 0

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from firmware_host.cli import main
+from firmware_host.cli.main import main
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 

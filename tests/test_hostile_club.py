@@ -104,9 +104,9 @@ def test_hostile_commands_cost_no_verdict(broker, tmp_path):
     order; every command is answered; the spool empties."""
     from club_util import Subscriber
 
+    from firmware_host.live.referee_token import RefereeToken
     from firmware_host.mqtt.publisher import TablePublisher
     from firmware_host.mqtt.spool import Spool
-    from firmware_host.referee_token import RefereeToken
 
     subscriber = Subscriber(broker.url)
     spool = Spool(tmp_path / "q.sqlite")
@@ -291,9 +291,9 @@ def test_a_100_mb_command_never_reaches_the_table(broker, tmp_path):
     import subprocess
     import sys
 
+    from firmware_host.live.referee_token import RefereeToken
     from firmware_host.mqtt.publisher import MAX_PACKET, TablePublisher
     from firmware_host.mqtt.spool import Spool
-    from firmware_host.referee_token import RefereeToken
 
     def peak_mb() -> float:
         fields = dict(

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from proc_util import ROOT, run_cli
 
-from firmware_host.cli import main
+from firmware_host.cli.main import main
 from protocol.framing import encode_frame
 
 MEMORY = 2 << 30  # a command reading /dev/zero to its end would pass this and be stopped

@@ -25,11 +25,11 @@ from club_util import running_broker, wait_for
 from test_club_page import command, page_url
 from test_hostile_club import good_state, publisher, send
 
+from firmware_host.live.referee_token import RefereeToken
 from firmware_host.mqtt.publisher import TablePublisher
 from firmware_host.mqtt.spool import Spool
 from firmware_host.mqtt.topics import broker_url
 from firmware_host.pipeline import check_press
-from firmware_host.referee_token import RefereeToken
 from firmware_host.web.server import MAX_STREAMS
 
 TOKEN = "tok-live-secret"
@@ -204,8 +204,8 @@ def test_1000_streams_and_200_slow_connections_cost_no_event_and_no_byte(tmp_pat
     recording's, replayed); the recording is
     complete; a page that was open before the flood got every verdict; the status file
     never goes stale.  bench/hostile_load.py times the release lag with and without them."""
+    from firmware_host.live.release_lag import SENSED
     from firmware_host.pipeline import Pipeline, replay
-    from firmware_host.release_lag import SENSED
 
     record = tmp_path / "rec"
     page = LivePage(
@@ -320,7 +320,7 @@ def test_every_refusals_address_is_logged_after_the_first_five(caplog):
     their addresses: now the rest are summed per address at the window's end."""
     import logging
 
-    from firmware_host.lograte import RateLimit
+    from firmware_host.cli.lograte import RateLimit
     from firmware_host.untrusted import Refusals
 
     now = [0.0]

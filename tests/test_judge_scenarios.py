@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from firmware_host.cli import main
+from firmware_host.cli.main import main
 from firmware_host.virtual_table import scenarios
 
 NAMES = sorted(name for name in scenarios.SCENARIOS if name != "random")

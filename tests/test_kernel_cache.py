@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from firmware_host import numba_cache
+from firmware_host.live import numba_cache
 
 RUN = "import firmware_host; from protocol.caller import kernel; print(kernel())"
 

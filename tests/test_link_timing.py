@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from proc_util import run_cli as cli
 
-from firmware_host.recorder import RX_TIMES_DTYPE, read_rx_times
+from firmware_host.link.recorder import RX_TIMES_DTYPE, read_rx_times
 from firmware_host.virtual_table.capture import load_frame_truth
 
 SPEED = 10

@@ -14,7 +14,7 @@ from outside_parts import require
 from proc_util import run_cli as cli
 from test_daemon import referee_live
 
-from firmware_host.recorder import CaptureRecorder, read_sent
+from firmware_host.link.recorder import CaptureRecorder, read_sent
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from protocol.framing import encode_frame

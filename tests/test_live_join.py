@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from firmware_host.daemon import Daemon
+from firmware_host.live.daemon import Daemon
 from firmware_host.pipeline import replay
 from firmware_host.virtual_table.faults import FaultPlan
 from firmware_host.virtual_table.hub import HubConfig, build_wire

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from firmware_host.liveview import LiveView, summary_text
+from firmware_host.cli.liveview import LiveView, summary_text
 
 HUB_CLOCK_US = 3_707_335_242  # a hub an hour after power-on: 61:47 on its clock
 

@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 from outside_parts import require
 
+from firmware_host.link.recorder import RX_TIMES_DTYPE
 from firmware_host.linkwatch.player import CapturePlayer
 from firmware_host.linkwatch.tally import LinkTally, NodeHealth
-from firmware_host.recorder import RX_TIMES_DTYPE
 from firmware_host.virtual_table.capture import load_frame_truth
 from firmware_host.virtual_table.sensors import DAMAGED
 from protocol.catalogue import BY_TYPE, FLAG_RETRANSMISSION, NODE_IDS, NODE_NAMES

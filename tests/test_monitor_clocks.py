@@ -24,10 +24,10 @@ from proc_util import run_cli as cli
 from rich.console import Console
 from test_monitor import MONITOR, terminal
 
+from firmware_host.link.recorder import read_rx_times
 from firmware_host.linkwatch.monitor_app import ViewState, render
 from firmware_host.linkwatch.player import CapturePlayer
 from firmware_host.linkwatch.tally import LinkTally, Snapshot
-from firmware_host.recorder import read_rx_times
 from firmware_host.virtual_table.capture import load_frame_truth
 from protocol.catalogue import NODE_IDS
 from protocol.framing import encode_frame

@@ -26,9 +26,9 @@ import pytest
 from outside_parts import require
 from proc_util import as_nobody
 
-from firmware_host.cliutil import UsageError, check_port
+from firmware_host.cli.args import UsageError, check_port
 from firmware_host.commands.run import service_manager
-from firmware_host.transport import by_id_names
+from firmware_host.link.transport import by_id_names
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
@@ -140,7 +140,7 @@ def test_run_web_without_its_extra_says_so_before_any_token():
     """A club install without '[web]': one line naming the package, no token printed first."""
     without_aiohttp = (
         "import sys; sys.modules['aiohttp'] = None\n"  # an interpreter without the package
-        "from firmware_host.cli import main\n"
+        "from firmware_host.cli.main import main\n"
         "raise SystemExit(main(['run', '--web', '0', '--scenario', 'double_hit']))\n"
     )
     done = python_c(without_aiohttp)

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from firmware_host.recorder import CaptureRecorder, part_name, read_rx_times
-from firmware_host.transport import SerialTransport
+from firmware_host.link.recorder import CaptureRecorder, part_name, read_rx_times
+from firmware_host.link.transport import SerialTransport
 
 STARTED = datetime(2026, 11, 30, 13, 35, 0, tzinfo=UTC)
 
@@ -131,7 +131,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     import numpy as np
-    from firmware_host.recorder import CaptureRecorder, exit_on_signals
+    from firmware_host.link.recorder import CaptureRecorder, exit_on_signals
 
     directory, mode = sys.argv[1], sys.argv[2]
     data = (np.arange(1 << 22) % 251).astype(np.uint8).tobytes()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from firmware_host.live.referee_token import RefereeToken
 from firmware_host.pipeline import Pipeline, check_press, replay
-from firmware_host.referee_token import RefereeToken
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.scenarios import SCENARIOS
 from protocol.catalogue import BY_NAME

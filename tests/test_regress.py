@@ -27,7 +27,7 @@ import pytest
 from proc_util import ROOT
 from test_report import chromium
 
-from firmware_host.cli import main
+from firmware_host.cli.main import main
 
 CAPTURES = 200
 EDITED = 3
@@ -286,7 +286,7 @@ def test_against_another_install_with_a_rotated_recording_then_resume(
     """``--against VENV``: the same recordings replayed by another install's command line (here
     this very version, so nothing may change), a rotated recording joined for it; then
     ``--resume`` finds everything done, and the same OUT without it is refused."""
-    from firmware_host.recorder import CaptureRecorder
+    from firmware_host.link.recorder import CaptureRecorder
 
     corpus = _matches(tmp_path / "corpus", range(1, 4))
     data = (corpus / "table3" / "match-003.bin").read_bytes()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from firmware_host.cli import main
+from firmware_host.cli.main import main
+from firmware_host.link.recorder import CaptureRecorder, recorded_presses
 from firmware_host.pipeline import REPLAY_CHUNK, replay
-from firmware_host.recorder import CaptureRecorder, recorded_presses
 from firmware_host.regress import replaying
 from firmware_host.regress.compare import kind, rows_of
 from firmware_host.regress.corpus import CorpusError, find_recordings

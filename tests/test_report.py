@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from outside_parts import require
 
-from firmware_host.cli import main
+from firmware_host.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = ROOT / "hil_tests" / "corpus" / "random_s1_0.5min.full.bin"

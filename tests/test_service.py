@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from proc_util import run_cli
 
-from firmware_host.daemon import Daemon
+from firmware_host.live.daemon import Daemon
 from firmware_host.pipeline import replay
 from firmware_host.service.health import HealthMonitor, problems
 from firmware_host.service.notify import Notifier
@@ -297,7 +297,7 @@ def test_service_install_prints_a_notify_unit_with_this_python_and_the_config():
         "SupplementaryGroups=dialout",
         "StateDirectory=firmware-host",
         "WatchdogSec=15",
-        f"ExecStartPre=-{sys.executable} -m firmware_host.warmup",
+        f"ExecStartPre=-{sys.executable} -m firmware_host.live.warmup",
         (
             f"ExecStart={sys.executable} -m firmware_host run --config '/etc/fh/t 1.toml' "
             "--status %S/firmware-host/status.json"

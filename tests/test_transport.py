@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from proc_util import as_nobody
 
-from firmware_host.transport import (
+from firmware_host.link.transport import (
     Backoff,
     Chunk,
     LinkState,

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from firmware_host.cli import main
+from firmware_host.cli.main import main
 from firmware_host.virtual_table.capture import load_frame_truth, simulate, truth_lines
 from firmware_host.virtual_table.clocks import WRAP
 from firmware_host.virtual_table.faults import FaultPlan

@@ -17,7 +17,7 @@ import argparse
 import sys
 import time
 
-from ..cliutil import UsageError
+from ..cli.args import UsageError
 from .run import add_broker_arguments, broker_settings, web_address
 
 EXAMPLES = """\

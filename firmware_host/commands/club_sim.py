@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..cliutil import UsageError, int_in
+from ..cli.args import UsageError, int_in
 from .run import mqtt_url
 from .simulate import add_virtual_match
 
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _tokens(names: list[str], path: str) -> dict[str, Any]:
     """Each table's token: from ``path``, or new and written there for the tester to read."""
-    from ..referee_token import RefereeToken
+    from ..live.referee_token import RefereeToken
 
     try:
         known = json.loads(Path(path).read_text()) if os.path.exists(path) else {}

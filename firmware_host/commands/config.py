@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config_file import effective, example
+    from ..cli.config_file import effective, example
     from .run import add_settings, check_link
 
     if args.action == "example":

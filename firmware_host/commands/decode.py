@@ -41,7 +41,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from ..cliutil import (
+from ..cli.args import (
     UsageError,
     add_baud_argument,
     check_port,
@@ -154,7 +154,7 @@ def _file(path: str, follow: bool) -> Iterator[tuple[bytes, int | None]]:
 def _link(url: str, baud: int) -> Iterator[tuple[bytes, int | None]]:
     """A live link's bytes as they arrive, with the host's time of each read (the transport
     reconnects a lost port)."""
-    from ..transport import SerialTransport
+    from ..link.transport import SerialTransport
 
     transport = SerialTransport(url, baudrate=baud).open()
     try:
@@ -362,7 +362,7 @@ def _host_times(args: argparse.Namespace) -> Any:
     """The ``.rxt`` beside the capture (--time host), or None."""
     from pathlib import Path
 
-    from ..recorder import read_rx_times
+    from ..link.recorder import read_rx_times
 
     if args.time != "host" or args.port is not None:
         return None

@@ -33,7 +33,7 @@ def _plain(value: Any) -> Any:
 def _frame_text(item: Any) -> str:
     from protocol.catalogue import NODE_NAMES
 
-    from ..frame_text import field_text
+    from ..cli.frame_text import field_text
 
     node = NODE_NAMES.get(item.node, str(item.node))
     name = getattr(item, "name", f"UNKNOWN 0x{item.msg_type:02X}")
@@ -50,7 +50,7 @@ def _frame_json(item: Any) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..cliutil import dumps, read_binary
+    from ..cli.args import dumps, read_binary
     from ..linktools.capdiff import diff
 
     data = [np.frombuffer(read_binary(path), np.uint8) for path in (args.a, args.b)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cliutil import UsageError
+from ..cli.args import UsageError
 
 EXAMPLES = """\
   firmware-host dissector -o firmware_host.lua

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cliutil import MAX_FROZEN_GAP_MM, finite_float
+from ..cli.args import MAX_FROZEN_GAP_MM, finite_float
 
 EXAMPLES = """\
   firmware-host events match.bin > match.events.jsonl
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
 
-    from ..cliutil import (
+    from ..cli.args import (
         dumps,
         no_cycle_collection,
         read_binary,

@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cliutil import UsageError, add_baud_argument
+from ..cli.args import UsageError, add_baud_argument
 
 EXAMPLES = """\
   firmware-host extcap --install                    # then open Wireshark
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     port = args.port or _device(args.extcap_interface)
     if not port:
         raise UsageError(f"--port: the interface {args.extcap_interface} needs a port or URL")
-    from ..cliutil import check_port
+    from ..cli.args import check_port
     from ..linktools.extcap import capture
 
     check_port(port)

@@ -80,7 +80,7 @@ REGRESS_EXAMPLES = """\
 
 
 def _add_regress(sub: argparse._SubParsersAction) -> None:
-    from ..cliutil import add_rules_arguments, int_in
+    from ..cli.args import add_rules_arguments, int_in
 
     regress = sub.add_parser(
         "regress",
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from hil_tests.add import AddError, add, checklist
     from hil_tests.make_corpus import CORPUS
 
-    from ..cliutil import UsageError
+    from ..cli.args import UsageError
 
     corpus = args.corpus or CORPUS
     name = Path(args.capture).name

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cliutil import add_rules_arguments
+from ..cli.args import add_rules_arguments
 
 EXAMPLES = """\
   firmware-host events match.bin | firmware-host judge -
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from firmware_host.cliutil import UsageError, dumps, open_binary, rules_config
+    from firmware_host.cli.args import UsageError, dumps, open_binary, rules_config
     from rules.referee import Referee
 
     from .eventcheck import MAX_LINE, BadEvent, parse_line

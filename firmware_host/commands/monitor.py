@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..cliutil import UsageError, add_baud_argument, check_port, finite_float
+from ..cli.args import UsageError, add_baud_argument, check_port, finite_float
 from .decode import add_selection_arguments, wanted_types
 
 EXAMPLES = """\

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cliutil import UsageError
+from ..cli.args import UsageError
 
 PROGRESS_S = 2.0
 
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from ..cliutil import read_binary
+    from ..cli.args import read_binary
     from ..files import not_an_input, replace_atomically
     from ..linktools.pcap import write_pcapng
     from ..linktools.recording import CUT, load

@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from ..cliutil import finite_float, int_in
+from ..cli.args import finite_float, int_in
 from .send import add_link_arguments, describe, open_link
 
 EXAMPLES = """\

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cliutil import UsageError, add_rules_arguments, int_in
+from ..cli.args import UsageError, add_rules_arguments, int_in
 
 EXAMPLES = """\
   firmware-host plot match.bin --shot 3 -o shot3.png
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cliutil import read_binary, rules_config
+    from ..cli.args import read_binary, rules_config
     from ..pipeline import Pipeline, replay
 
     if args.shot is None and args.all is None:

@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
 
     from serial.tools import list_ports
 
-    from ..cliutil import dumps
-    from ..transport import by_id_names
+    from ..cli.args import dumps
+    from ..link.transport import by_id_names
 
     stable = by_id_names()
     ports = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cliutil import finite_float
+from ..cli.args import finite_float
 
 MAX_SIZE_MM = 100_000.0
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from protocol.geometry import DEFAULT_TABLE
     from rules.rack import MAX_BALLS
 
-    from ..cliutil import int_in
+    from ..cli.args import int_in
 
     size = finite_float(0, MAX_SIZE_MM, lo_open=True)
     parser.add_argument(
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from firmware_host.cliutil import UsageError, dumps
+    from firmware_host.cli.args import UsageError, dumps
     from protocol.geometry import Table
     from rules.rack import rack_positions, rack_slots
 

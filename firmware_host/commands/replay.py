@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cliutil import add_rules_arguments
+from ..cli.args import add_rules_arguments
 
 EXAMPLES = """\
   firmware-host replay match.bin
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
 
-    from ..cliutil import (
+    from ..cli.args import (
         dumps,
         no_cycle_collection,
         read_binary,
@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
         require_frames,
         rules_config,
     )
+    from ..link.recorder import recorded_presses
     from ..pipeline import Pipeline, replay
-    from ..recorder import recorded_presses
 
     no_cycle_collection()
     data = read_binary(args.capture)

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..cliutil import UsageError, add_rules_arguments
+from ..cli.args import UsageError, add_rules_arguments
 
 EXAMPLES = """\
   firmware-host report match.bin -o match.html
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cliutil import read_binary, rules_config
+    from ..cli.args import read_binary, rules_config
     from ..files import not_an_input, replace_atomically
     from ..pipeline import Pipeline, replay
 

@@ -42,7 +42,7 @@ from types import FrameType
 from typing import Any
 
 from .. import SignalUnwind
-from ..cliutil import (
+from ..cli.args import (
     UsageError,
     add_port_arguments,
     add_rules_arguments,
@@ -110,7 +110,7 @@ mqtt_url.takes_text = True  # type: ignore[attr-defined]
 
 def referee_token(text: str) -> str:
     """``--referee-token``: long enough that trying every one is hopeless."""
-    from ..referee_token import MIN_LENGTH
+    from ..live.referee_token import MIN_LENGTH
 
     if len(text) < MIN_LENGTH or not text.isprintable() or text != text.strip():
         raise argparse.ArgumentTypeError(
@@ -419,12 +419,12 @@ def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tu
 
     The warm-up first, and the engine (which imports the pipeline, numpy and numba) after
     it: its first line is on stderr before this process spends seconds importing."""
-    from ..warmup import Background, marker_path
+    from ..live.warmup import Background, marker_path
 
     warmup = None
     if marker_path() is not None:  # else numba caches nothing: compiling would not last
         proc = _spawn(
-            [sys.executable, "-m", "firmware_host.warmup", "--machine", "--nice", "10"],
+            [sys.executable, "-m", "firmware_host.live.warmup", "--machine", "--nice", "10"],
             signals,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -432,10 +432,10 @@ def _cold_start(signals: _Signals, rules: Any, say: Callable[[str], None]) -> tu
         warmup = signals.warmup = Background(proc, say)
     else:
         say("numba can cache nothing here: the table is refereed in pure Python throughout")
-    from ..engine import ColdStart
+    from ..live.engine import ColdStart
 
     worker = _spawn(
-        [sys.executable, "-m", "firmware_host.interpreted"],
+        [sys.executable, "-m", "firmware_host.live.interpreted"],
         signals,
         _interpreted_env(),
         stdin=subprocess.PIPE,
@@ -539,7 +539,7 @@ def run(args: argparse.Namespace) -> int:
                 _check_club(args)
             record = record_dir(args.record) if args.record else None
 
-            from ..warmup import is_warm
+            from ..live.warmup import is_warm
 
             rules = rules_config(args)
             cold = not is_warm()
@@ -557,9 +557,9 @@ def run(args: argparse.Namespace) -> int:
                     )
                 table = _virtual_table(args, signals, interpreted=cold)
 
-            from ..cliutil import dumps
-            from ..daemon import Daemon
-            from ..liveview import LiveView
+            from ..cli.args import dumps
+            from ..cli.liveview import LiveView
+            from ..live.daemon import Daemon
             from ..service.resume import todays_parts
 
             view = LiveView()
@@ -664,7 +664,7 @@ def run(args: argparse.Namespace) -> int:
     lost = f", {stats.record_lost} bytes not recorded" if stats.record_lost else ""
     if stats.losses:
         lost += f", timing and fusion dropped {stats.losses}"
-    from ..liveview import summary_text
+    from ..cli.liveview import summary_text
 
     ended = "end of match: " if match_ended.is_set() else ""
     if signals.signum is not None:
@@ -795,7 +795,7 @@ def _hostname() -> str:
 
 def _token(given: str | None) -> Any:
     """The table's referee token: the one given, or a new one said once (docs/web.md)."""
-    from ..referee_token import RefereeToken
+    from ..live.referee_token import RefereeToken
 
     token = RefereeToken(given)
     if token.generated:
@@ -832,7 +832,7 @@ def _web(address: tuple[str, int], daemon: Any, token: Any) -> tuple[Any, Any]:
 
 def _compile_worth_waiting_for(warmup: Any) -> bool:
     """Still compiling, into a cache that outlives this run (not a temporary one)."""
-    from .. import numba_cache
+    from ..live import numba_cache
 
     running = warmup is not None and warmup.returncode is None
     return running and not numba_cache.decision.startswith("temporary")

@@ -15,10 +15,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..cliutil import UsageError, add_port_arguments, check_port, int_in
+from ..cli.args import UsageError, add_port_arguments, check_port, int_in
 
 if TYPE_CHECKING:
-    from ..command_link import CommandResult
+    from ..link.command_link import CommandResult
     from ..linktools.sender import HostLink
 
 EXAMPLES = """\
@@ -72,7 +72,7 @@ def describe(r: CommandResult) -> str:
     """One line for a command's outcome: the ACK and its round trip, or why there is none."""
     from protocol.catalogue import ACK_STATUS
 
-    from ..command_link import MAX_RETRIES, Outcome
+    from ..link.command_link import MAX_RETRIES, Outcome
 
     tries = f"{r.transmissions} transmission{'s' if r.transmissions != 1 else ''}"
     if r.outcome in (Outcome.ACKED, Outcome.REFUSED):

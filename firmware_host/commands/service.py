@@ -23,7 +23,7 @@ import re
 import shlex
 import sys
 
-from ..cliutil import finite_float
+from ..cli.args import finite_float
 
 EXAMPLES = """\
   firmware-host service install --config /etc/firmware-host/table.toml \\
@@ -55,7 +55,7 @@ WorkingDirectory=%S/firmware-host
 Environment=NUMBA_CACHE_DIR=%S/firmware-host/numba-cache
 # The numba kernels compile once per install or upgrade (minutes on a small board);
 # '-': where nothing can be cached the daemon compiles as it starts
-ExecStartPre=-{python} -m firmware_host.warmup
+ExecStartPre=-{python} -m firmware_host.live.warmup
 TimeoutStartSec=infinity
 ExecStart={python} -m firmware_host run --config {config} --status %S/firmware-host/status.json
 WatchdogSec={watchdog}

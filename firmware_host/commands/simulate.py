@@ -16,7 +16,7 @@ import math
 import sys
 from typing import Any
 
-from ..cliutil import SEED_MAX, UsageError, finite_float, int_in
+from ..cli.args import SEED_MAX, UsageError, finite_float, int_in
 
 SENSOR_SETS = ("minimum", "middle", "full")
 MAX_MINUTES = 24 * 60.0  # a random match of a day is already a long test
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{exc.filename}: {exc.strerror}") from None
         return 0
 
-    from ..recorder import exit_on_signals
+    from ..link.recorder import exit_on_signals
     from ..virtual_table.peer import VirtualHub
 
     def rewire(n: int) -> Any:

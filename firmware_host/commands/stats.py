@@ -20,7 +20,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from ..cliutil import UsageError
+from ..cli.args import UsageError
 
 EXAMPLES = """\
   firmware-host stats capture-20261130-133500-0001.bin
@@ -102,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from ..cliutil import dumps, read_binary
+    from ..cli.args import dumps, read_binary
+    from ..link.recorder import read_rx_times
     from ..linktools.linkstats import link_stats
-    from ..recorder import read_rx_times
 
     if args.png:  # before the work: a missing extra is a usage error, said at once
         try:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cliutil import UsageError, dumps
+from ..cli.args import UsageError, dumps
 
 DEFAULT_STATE = "/var/lib/firmware-host"
 

@@ -49,7 +49,7 @@ def farthest(xs: np.ndarray, ys: np.ndarray, start: int, end: int) -> tuple[floa
 
     The distance is to the chord as a segment: a ball that runs into a cushion and back
     along the same line must keep its turning point.  (The interpreted worker runs a numpy
-    twin of this loop: ``firmware_host.interpreted.farthest``.)
+    twin of this loop: ``firmware_host.live.interpreted.farthest``.)
     """
     dx, dy = xs[end] - xs[start], ys[end] - ys[start]
     norm2 = dx * dx + dy * dy

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from protocol.decoder import StreamDecoder
 
-from ..transport import SerialTransport
+from ..link.transport import SerialTransport
 from .listing import WireBytes
 from .pcap import TO_HOST, link_header
 from .pcapng import INBOUND, PcapngWriter

@@ -36,7 +36,7 @@ from protocol.decoder import STATUS_NAMES, Decoded, decode_capture
 from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 from protocol.seqwindow import GAP, LATE, SEQ_MOD
 
-from ..cliutil import plural
+from ..cli.args import plural
 from ..timing.clock_model import MAX_PPM, slope_error
 from .drift import envelope_slope, slope_uncertainty
 from .hosttime import backlog_end, recording_speed

@@ -24,7 +24,7 @@ from protocol.framing import BadFrame, Message, Retransmission, UnknownFrame
 from protocol.kernels import MAX_ENCODED
 from protocol.seqwindow import GAP, LATE, MARK_NAMES, REBOOT, RESTART
 
-from ..frame_text import field_text
+from ..cli.frame_text import field_text
 from .hubtime import Stamp
 
 TIME_AXES = ("hub", "host", "relative", "delta")

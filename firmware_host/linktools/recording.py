@@ -31,7 +31,7 @@ import numpy as np
 from protocol.decoder import Decoded, decode_capture
 from protocol.kernels import BAD_COBS, MAX_ENCODED
 
-from ..recorder import SentFrame, read_rx_times, read_sent
+from ..link.recorder import SentFrame, read_rx_times, read_sent
 from ..timing.unwrap import unwrap
 from .hosttime import recording_speed
 

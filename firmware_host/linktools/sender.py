@@ -19,9 +19,9 @@ from typing import Self
 from protocol.catalogue import BY_NAME, MESSAGES
 from protocol.layout import layout
 
-from ..command_link import CommandLink, CommandResult
-from ..engine import AckSniffer
-from ..transport import Chunk, SerialTransport
+from ..link.command_link import CommandLink, CommandResult
+from ..link.transport import Chunk, SerialTransport
+from ..live.engine import AckSniffer
 from .names import VALUE_NAMES
 
 HOST_COMMANDS = tuple(spec.name for spec in MESSAGES if spec.to_table)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import queue
 import threading
 
-from ..transport import LinkStatus, SerialTransport
+from ..link.transport import LinkStatus, SerialTransport
 from .tally import LinkTally
 
 _POLL_S = 0.1

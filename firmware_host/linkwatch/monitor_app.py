@@ -32,7 +32,7 @@ from rich.text import Text
 
 from protocol.catalogue import NODE_NAMES
 
-from ..frame_text import field_text
+from ..cli.frame_text import field_text
 from .tally import NodeHealth, Row, Snapshot
 
 REFRESH_HZ = 4

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cliutil import open_binary, read_chunk
-from ..recorder import read_rx_times
+from ..cli.args import open_binary, read_chunk
+from ..link.recorder import read_rx_times
 from .tally import LinkTally, stamp_steps
 
 CHUNK = 1024  # without .rxt: ~0.1 s of a full table per chunk, so the pace looks smooth

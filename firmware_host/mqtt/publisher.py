@@ -39,8 +39,8 @@ from paho.mqtt.properties import Properties
 
 from rules import indicator_for
 
-from ..cliutil import dumps
-from ..liveview import match_state
+from ..cli.args import dumps
+from ..cli.liveview import match_state
 from ..untrusted import Refusals, Refused, json_object
 from .spool import DROPPABLE, KEEP, LATEST, Spool
 from .topics import BrokerUrl, table_of, topic

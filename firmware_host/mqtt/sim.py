@@ -69,7 +69,7 @@ def play(
     """Every table's match at ``speed`` against the broker; a summary once all are over.
 
     ``tokens``: each table's RefereeToken, for the referee's controls over the broker."""
-    from ..daemon import Daemon
+    from ..live.daemon import Daemon
     from ..pipeline import replay
     from ..service.health import HealthMonitor
     from ..virtual_table.peer import VirtualHub

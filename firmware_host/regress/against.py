@@ -3,7 +3,7 @@
 ``--against v0.3`` resolves the ref in the git checkout the command runs
 from, exports that commit (``git archive``), installs it into a venv of its
 own under the cache (``~/.cache/firmware-host/regress/venvs/COMMIT``), and
-compiles its numba kernels there once (its own ``firmware_host.warmup`` if
+compiles its numba kernels there once (its own ``firmware_host.live.warmup`` if
 it has one).  A later run against the same commit finds it ready.
 ``--against /opt/firmware-host`` uses an existing venv as it is.
 
@@ -109,7 +109,9 @@ def _build(commit: str, venv: Path, say: Callable[[str], None]) -> None:
                 )
     say(f"--against: compiling {commit[:12]}'s numba kernels once (a few minutes of CPU)")
     python = str(venv / "bin" / "python")
-    warm = subprocess.run([python, "-m", "firmware_host.warmup"], capture_output=True, check=False)
+    warm = subprocess.run(
+        [python, "-m", "firmware_host.live.warmup"], capture_output=True, check=False
+    )
     if warm.returncode != 0:  # an older version without the module compiles on first use
         say(f"--against: {commit[:12]} has no warm-up; its first replays compile the kernels")
     (venv / READY).write_text(commit + "\n")
@@ -143,7 +145,7 @@ def _one_capture(recording: Recording, tmp: Path) -> str:
     """A local file holding the recording's stream, its presses in a ``.tx`` beside it."""
     from fsspec.implementations.local import LocalFileSystem
 
-    from ..recorder import CaptureRecorder, read_sent
+    from ..link.recorder import CaptureRecorder, read_sent
 
     first_fs, first = filesystem(recording.parts[0].url)
     if len(recording.parts) == 1 and isinstance(first_fs, LocalFileSystem):

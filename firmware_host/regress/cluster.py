@@ -53,8 +53,8 @@ SAMPLE_BYTES = 1 << 18  # the start of the corpus's first capture: every kind of
 def _warm(sample: bytes) -> None:
     """Compile the kernels if this install never has (once per install, minutes), then load
     the replay's kernels from numba's cache by replaying the corpus's first seconds."""
+    from ..live.warmup import is_warm, warm_up
     from ..pipeline import replay
-    from ..warmup import is_warm, warm_up
 
     if not is_warm():
         warm_up()

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliutil import UsageError, rules_config
+from ..cli.args import UsageError, rules_config
 
 RUN_FILE = "run.json"  # what the run compares with, so --resume continues the same run
 

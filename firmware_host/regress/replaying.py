@@ -72,7 +72,7 @@ def local_part(url: str) -> Iterator[Path | None]:
     (copied out of object storage: it is small), or None if the part has none."""
     from fsspec.implementations.local import LocalFileSystem
 
-    from ..recorder import SENT_SUFFIX
+    from ..link.recorder import SENT_SUFFIX
 
     fs, path = filesystem(url)
     tx = path.removesuffix(".bin") + SENT_SUFFIX
@@ -89,7 +89,7 @@ def local_part(url: str) -> Iterator[Path | None]:
 
 def read_presses(url: str) -> list[Press]:
     """The referee's presses a part kept in its ``.tx`` side file (none without one)."""
-    from ..recorder import recorded_presses
+    from ..link.recorder import recorded_presses
 
     with local_part(url) as path:
         return recorded_presses(path) if path is not None else []

@@ -54,8 +54,8 @@ def todays_parts(folder: str | Path, now: datetime | None = None) -> list[Path]:
 
 def resume(pipeline: Any, parts: list[Path]) -> Resumed:
     """Feed ``parts`` through ``pipeline`` (a :class:`~firmware_host.pipeline.Pipeline`)."""
+    from ..link.recorder import recorded_presses
     from ..pipeline import replay
-    from ..recorder import recorded_presses
 
     total = verdicts = 0
     shot = None

@@ -137,7 +137,7 @@ def write_capture(wire: Wire, out: BinaryIO) -> int:
 def rx_times(wire: Wire) -> np.ndarray:
     """A ``.rxt`` for the capture: each chunk read the instant its last byte arrived,
     by a host whose clock is true time (``host_rx_ns`` counts from the hub's boot)."""
-    from ..recorder import RX_TIMES_DTYPE
+    from ..link.recorder import RX_TIMES_DTYPE
 
     lengths = np.array([len(c) for c in wire.chunks], np.int64)
     out = np.zeros(len(lengths), RX_TIMES_DTYPE)

@@ -34,7 +34,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..referee_token import RefereeToken
+from ..live.referee_token import RefereeToken
 from ..untrusted import Refusals, Refused, json_object
 from .feed import KEEP_SHOTS, LiveFeed
 from .guard import Attempts, Connections, connection_budget, host_allowed, host_names

@@ -44,7 +44,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("firmware_host.numba_cache")  # the name logs have always shown
 
 ENV = "NUMBA_CACHE_DIR"
 LOCATORS_ENV = "NUMBA_CACHE_LOCATOR_CLASSES"
@@ -68,7 +68,7 @@ def writable(directory: Path) -> bool:
 
 
 def _source_dirs() -> list[Path]:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent
     dirs = []
     for name in PACKAGE_ROOTS:
         root = here.parent / name

@@ -53,10 +53,10 @@ from typing import BinaryIO, Self
 
 import numpy as np
 
-from .files import is_regular
+from ..files import is_regular
 from .transport import Chunk
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("firmware_host.recorder")  # the name logs have always shown
 
 RETRY_S = 1.0  # while the disk refuses bytes, a new part is tried at most this often
 REMIND_S = 60.0  # ... and the log is reminded at most this often

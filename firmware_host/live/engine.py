@@ -55,9 +55,9 @@ from protocol.framing import Message, parse_frame
 from protocol.layout import layout
 from rules import RulesConfig
 
-from .pipeline import Step
+from ..pipeline import Step
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("firmware_host.engine")  # the name logs have always shown
 
 #: Decoded frames the daemon itself acts on (the command link, the log).
 HOST_TABLES = ("HELLO", "NODE_STATUS", "LOG")  # not ACK: AckSniffer
@@ -130,7 +130,7 @@ class Compiled:
     """The pipeline in the calling thread; every op's outcome at once."""
 
     def __init__(self, rules: RulesConfig | None = None) -> None:
-        from .pipeline import Pipeline  # numba: imported (not compiled) only when needed
+        from ..pipeline import Pipeline  # numba: imported (not compiled) only when needed
 
         self.pipeline = Pipeline(rules)
         self._bad_total = 0

@@ -37,7 +37,7 @@ from typing import Any, Self
 import serial
 from serial.threaded import Protocol, ReaderThread
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("firmware_host.transport")  # the name logs have always shown
 
 DEFAULT_BAUD = 921_600
 WAIT_REPORT_S = 12.0  # an absent port: a line this often (5 a minute: all lograte lets through)

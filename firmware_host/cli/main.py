@@ -24,9 +24,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from . import QUIET_SIGNALS, __version__, _exit_on_signal
-from .clihelp import HelpFormatter, add_verbose, register
-from .cliutil import UsageError
+from .. import QUIET_SIGNALS, __version__, _exit_on_signal
+from .args import UsageError
+from .help import HelpFormatter, add_verbose, register
 from .lograte import RateLimit
 
 COMMANDS: tuple[str, ...] = (

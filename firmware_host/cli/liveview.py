@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cliutil import plural
+from .args import plural
 
 BALL = {0: "coloured"}
 

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .cliutil import RULES_SWITCHES, RULES_THRESHOLDS
-from .files import read_small
+from ..files import read_small
+from .args import RULES_SWITCHES, RULES_THRESHOLDS
 
 SECRET_SHOWN = "***"
 MAX_BYTES = 1 << 20  # a config file is a few kB
@@ -301,7 +301,7 @@ def effective(args: argparse.Namespace, keys: Iterable[Key] = KEYS) -> list[str]
 
 def example(parser: argparse.ArgumentParser, keys: Iterable[Key] = KEYS) -> str:
     """A commented config file with every key: its help, and its default or an example."""
-    from .clihelp import plain
+    from .help import plain
 
     actions = _actions(parser)
     out = [

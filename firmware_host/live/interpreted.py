@@ -1,6 +1,6 @@
 """The live pipeline in pure Python: a worker process for ``run`` while the kernels compile.
 
-Started as ``python -m firmware_host.interpreted`` with ``NUMBA_DISABLE_JIT=1``
+Started as ``python -m firmware_host.live.interpreted`` with ``NUMBA_DISABLE_JIT=1``
 in its environment, so every ``@njit`` kernel is the plain Python function
 it was written as: the same decoder, timing core, fusion and rules, about
 ten times slower than compiled but with nothing to compile.  Two kernels
@@ -103,7 +103,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
 
 def main() -> int:
     if os.environ.get("NUMBA_DISABLE_JIT") != "1":
-        sys.stderr.write("firmware_host.interpreted: start it with NUMBA_DISABLE_JIT=1\n")
+        sys.stderr.write("firmware_host.live.interpreted: start it with NUMBA_DISABLE_JIT=1\n")
         return 2
     # Interpreted, the kernels' wrapping uint64/uint32 arithmetic runs on numpy scalars,
     # which warn where numba wraps silently; the results are the same.

@@ -31,7 +31,7 @@ from construct import ConstructError
 from protocol.catalogue import BY_NAME, FLAG_RETRANSMISSION, HOST_NODE, INDICATOR_STATES
 from protocol.framing import encode_frame
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("firmware_host.command_link")  # the name logs have always shown
 
 ACK_TIMEOUT_NS = 50_000_000  # ICD §5: no ACK within 50 ms -> resend
 MAX_RETRIES = 3  # ICD §5: at most 3 resends, then the link has failed

@@ -3,7 +3,7 @@
 A cold numba cache costs a minute or more of compiling (several on a small
 ARM board) before the first kernel call returns.  ``run`` does not wait for
 it: when :func:`is_warm` says no, it starts this module as a background
-process (``python -m firmware_host.warmup --machine``) and referees
+process (``python -m firmware_host.live.warmup --machine``) and referees
 meanwhile with the same pipeline interpreted (:mod:`.interpreted`).  This
 process drives every kernel through the paths the commands take (the
 virtual table's physics; the decoder, timing core and fusion on short
@@ -22,8 +22,8 @@ hold).
 
 Run by hand (or by a packaging post-install step) it prints its progress::
 
-    python -m firmware_host.warmup            # compile now, so the first `run` is warm
-    python -m firmware_host.warmup --report   # and print each kernel's compile time
+    python -m firmware_host.live.warmup            # compile now, so the first `run` is warm
+    python -m firmware_host.live.warmup --report   # and print each kernel's compile time
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def marker_path() -> Path | None:
 
 
 def _sources() -> list[list[Any]]:
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parent.parent.parent
     found = []
     for package in PACKAGES:
         for path, subdirs, files in os.walk(here / package):
@@ -223,7 +223,7 @@ def kernel_modules() -> list[str]:
     import re
 
     decorated = re.compile(r"^\s*@(numba\.)?njit\b", re.MULTILINE)
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parent.parent.parent
     return [
         rel[: -len(".py")].replace(os.sep, ".").removesuffix(".__init__")
         for rel, _, _ in _sources()
@@ -258,9 +258,9 @@ def kernels() -> list[Any]:
 
 def _captures() -> list[bytes]:
     """Short virtual-table matches: each sensor set, faults, a reboot, clocks near the wrap."""
-    from .virtual_table.faults import FaultPlan
-    from .virtual_table.hub import HubConfig, build_wire
-    from .virtual_table.match import random_match
+    from ..virtual_table.faults import FaultPlan
+    from ..virtual_table.hub import HubConfig, build_wire
+    from ..virtual_table.match import random_match
 
     configs = [
         HubConfig(
@@ -282,7 +282,7 @@ def _captures() -> list[bytes]:
 
 def _live(data: bytes) -> None:
     """The daemon's path: chunks of many sizes stamped with a host clock, ticks between."""
-    from .pipeline import Pipeline
+    from ..pipeline import Pipeline
 
     pipe = Pipeline()
     host_ns = 1_000_000_000
@@ -304,8 +304,8 @@ def _replay_and_batch(data: bytes) -> None:
 
     from protocol.decoder import decode_capture
 
-    from .fusion.stream import events_from_capture
-    from .pipeline import replay
+    from ..fusion.stream import events_from_capture
+    from ..pipeline import replay
 
     replay(data)
     events_from_capture(data)
@@ -316,8 +316,8 @@ def _tools() -> None:
     """Kernels only analysis and tests call (batch clock mapping, plain unwrapping)."""
     import numpy as np
 
-    from .timing.clock_model import map_samples
-    from .timing.unwrap import unwrap
+    from ..timing.clock_model import map_samples
+    from ..timing.unwrap import unwrap
 
     unwrap(np.array([4294967290, 5, 1], np.int64), 32)
     none = np.zeros(0, np.int64)
@@ -472,7 +472,7 @@ def describe(line: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m firmware_host.warmup", description=__doc__.splitlines()[0]
+        prog="python -m firmware_host.live.warmup", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "--machine", action="store_true", help="progress as 'progress …' lines on stdout (run)"
@@ -540,7 +540,7 @@ if __name__ == "__main__":
 
 
 class Background:
-    """A running ``python -m firmware_host.warmup --machine``, its progress said in words.
+    """A running ``python -m firmware_host.live.warmup --machine``, its progress said in words.
 
     ``say`` gets a line at once, then one every ``every_s`` while the compile
     runs (from a thread of its own, so a busy daemon never leaves stderr

@@ -24,15 +24,15 @@ from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, 
 from protocol.framing import encode_frame
 from rules import MatchState, RulesConfig, indicator_for
 
-from .command_link import MAX_RETRIES, CommandLink, HealthChange, LinkHealth
+from ..link.command_link import MAX_RETRIES, CommandLink, HealthChange, LinkHealth
+from ..link.recorder import CaptureRecorder
+from ..link.transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
+from ..pipeline import Step, check_press
+from ..untrusted import log_text
 from .engine import AckSniffer, Compiled, Engine, Outcome
-from .pipeline import Step, check_press
-from .recorder import CaptureRecorder
 from .release_lag import SENSED, ReleaseLag
-from .transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
-from .untrusted import log_text
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("firmware_host.daemon")  # the name logs have always shown
 #: The referee's presses: an audit record, told at INFO whatever the verbosity (``run`` sets
 #: this logger's level) and never summed away by the rate limit (``extra=AUDIT``).
 presses_log = logging.getLogger("firmware_host.presses")

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 from urllib.parse import urlsplit
 
-from .files import kind_of
+from ..files import kind_of
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("firmware_host.cliutil")  # the name logs have always shown
 
 MIN_BAUD, MAX_BAUD = 50, 12_000_000  # the slowest standard rate, the fastest USB UART
 SEED_MAX = 2**32 - 1  # numpy seeds must be non-negative; one 32-bit word keeps them portable
@@ -309,7 +309,7 @@ def _check_device(path: str) -> None:
         raise UsageError(f"--port {path}: {exc.strerror or exc}") from None
     if not stat.S_ISCHR(st.st_mode):
         raise UsageError(f"--port {path}: {kind_of(st.st_mode)}, not a serial device")
-    from .transport import access_problem
+    from ..link.transport import access_problem
 
     problem = access_problem(path)
     if problem is not None:  # the dialout group, usually

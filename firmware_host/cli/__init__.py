@@ -1,0 +1,1 @@
+"""The command line: the parser, shared arguments, config files, terminal text."""

@@ -1,0 +1,1 @@
+"""The link: bytes in and out of a serial port, commands to the hub, raw captures."""
