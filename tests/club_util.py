@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import paho.mqtt.client as mqtt
 from outside_parts import require
 
 from firmware_host.mqtt.broker import Mosquitto
 from firmware_host.mqtt.club import Club
 from firmware_host.mqtt.publisher import Tls
 from firmware_host.mqtt.topics import broker_url
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def running_broker(tmp_path: Path) -> Iterator[Mosquitto]:
@@ -63,3 +69,53 @@ def wait_for(condition, timeout_s: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def command(cmd: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "firmware_host", cmd, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def page_url(club: subprocess.Popen[str]) -> str:
+    assert club.stderr is not None
+    for line in club.stderr:
+        if "club page: " in line:
+            return line.split("club page: ")[1].split()[0]
+    raise AssertionError(f"club exited with {club.wait()} before serving its page")
+
+
+def publisher(broker) -> mqtt.Client:
+    """A client on the broker as any table (or anyone, without an ACL) could be."""
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="hostile")
+    client.connect("127.0.0.1", broker.port)
+    client.loop_start()
+    return client
+
+
+def send(client: mqtt.Client, topic: str, payload: bytes | str, retain: bool = False) -> None:
+    client.publish(topic, payload, qos=1, retain=retain).wait_for_publish(30)
+
+
+def good_state(frame: int) -> str:
+    return json.dumps(
+        {
+            "msg_id": f"good-{frame}",
+            "table": "t1",
+            "match": {"frame": frame, "to_play": 1, "pocketed": {"1": 0, "2": 0}},
+            "last_verdict": None,
+            "lamp": None,
+            "web": None,
+        }
+    )
+
+
+def verdict_line(n: int) -> dict:
+    return {
+        "kind": "verdict", "shot": n, "verdict": "legal", "rules": [], "satisfied": "9",
+        "reason": f"shot {n}", "t_us": 1000 * n,
+    }  # fmt: skip

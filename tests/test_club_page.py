@@ -8,17 +8,15 @@ the broker to one table, which checks its own token and acts once per id.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
-from club_util import Subscriber, as_printed, running_broker, wait_for
+from club_util import Subscriber, as_printed, command, page_url, running_broker, wait_for
 from proc_util import doc_picture
-from test_report import chromium
+from web_util import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ["sim1", "sim2", "sim3", "sim4"]
@@ -27,24 +25,6 @@ TABLES = ["sim1", "sim2", "sim3", "sim4"]
 @pytest.fixture
 def broker(tmp_path):
     yield from running_broker(tmp_path)
-
-
-def command(cmd: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "firmware_host", cmd, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-
-
-def page_url(club: subprocess.Popen[str]) -> str:
-    assert club.stderr is not None
-    for line in club.stderr:
-        if "club page: " in line:
-            return line.split("club page: ")[1].split()[0]
-    raise AssertionError(f"club exited with {club.wait()} before serving its page")
 
 
 def referee_fouls(subscriber: Subscriber, table: str) -> list[dict]:

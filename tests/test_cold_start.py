@@ -374,8 +374,7 @@ def test_a_first_start_shows_the_match_and_the_frames_at_once_and_no_node_silent
     node called silent while the pure-Python referee works, and the state after the
     verdict; the virtual table plays at a real table's pace meanwhile."""
     from selenium.webdriver.common.by import By
-    from test_report import chromium
-    from test_web import Daemon, wait_for
+    from web_util import Daemon, chromium, wait_for
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))  # run inherits it
     monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)

@@ -12,9 +12,8 @@ import json
 import time
 from pathlib import Path
 
-import paho.mqtt.client as mqtt
 import pytest
-from club_util import running_broker, wait_for
+from club_util import good_state, publisher, running_broker, send, verdict_line, wait_for
 
 from firmware_host.mqtt.club import Club
 from firmware_host.mqtt.topics import broker_url
@@ -44,31 +43,6 @@ def broker(tmp_path):
     yield from running_broker(tmp_path)
 
 
-def publisher(broker) -> mqtt.Client:
-    """A client on the broker as any table (or anyone, without an ACL) could be."""
-    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="hostile")
-    client.connect("127.0.0.1", broker.port)
-    client.loop_start()
-    return client
-
-
-def send(client: mqtt.Client, topic: str, payload: bytes | str, retain: bool = False) -> None:
-    client.publish(topic, payload, qos=1, retain=retain).wait_for_publish(30)
-
-
-def good_state(frame: int) -> str:
-    return json.dumps(
-        {
-            "msg_id": f"good-{frame}",
-            "table": "t1",
-            "match": {"frame": frame, "to_play": 1, "pocketed": {"1": 0, "2": 0}},
-            "last_verdict": None,
-            "lamp": None,
-            "web": None,
-        }
-    )
-
-
 @pytest.mark.parametrize("what, payload", HOSTILE, ids=[w for w, _ in HOSTILE])
 def test_the_club_survives_any_message_and_takes_the_next_good_one(broker, what, payload):
     """A bad message (retained, so every club page started later gets it too) costs only
@@ -88,13 +62,6 @@ def test_the_club_survives_any_message_and_takes_the_next_good_one(broker, what,
     finally:
         club.close()
         hostile.loop_stop()
-
-
-def verdict_line(n: int) -> dict:
-    return {
-        "kind": "verdict", "shot": n, "verdict": "legal", "rules": [], "satisfied": "9",
-        "reason": f"shot {n}", "t_us": 1000 * n,
-    }  # fmt: skip
 
 
 def test_hostile_commands_cost_no_verdict(broker, tmp_path):

@@ -343,8 +343,7 @@ def test_a_spool_row_with_a_wildcard_topic_is_dropped_and_publishing_goes_on(tmp
     """A spool row with ``#`` in its topic (a damaged or edited file) made paho raise on
     every try: it blocked publishing forever.  It is dropped, said and counted; the verdict
     queued after it reaches the broker."""
-    from club_util import Subscriber, running_broker, wait_for
-    from test_hostile_club import verdict_line
+    from club_util import Subscriber, running_broker, verdict_line, wait_for
 
     from firmware_host.mqtt.publisher import TablePublisher
     from firmware_host.mqtt.spool import KEEP, Spool

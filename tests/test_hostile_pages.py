@@ -11,10 +11,8 @@ import json
 import threading
 
 import pytest
-from club_util import running_broker, wait_for
-from test_club_page import command, page_url
-from test_hostile_club import good_state, publisher, send
-from test_report import chromium
+from club_util import command, good_state, page_url, publisher, running_broker, send, wait_for
+from web_util import chromium
 
 #: what ran in the page's origin when the name was clicked (the issue's exploit posted
 #: /command with the token field's value; this one only leaves a mark)

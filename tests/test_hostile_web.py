@@ -21,9 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from club_util import running_broker, wait_for
-from test_club_page import command, page_url
-from test_hostile_club import good_state, publisher, send
+from club_util import command, good_state, page_url, publisher, running_broker, send, wait_for
 
 from firmware_host.live.referee_token import RefereeToken
 from firmware_host.mqtt.publisher import TablePublisher

@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from live_util import referee_live
 from outside_parts import require
 from proc_util import run_cli as cli
-from test_daemon import referee_live
 
 from firmware_host.link.recorder import CaptureRecorder, read_sent
 from firmware_host.virtual_table import scenarios

@@ -141,7 +141,7 @@ return out;
 
 @pytest.fixture(scope="module")
 def browser():
-    from test_report import chromium
+    from web_util import chromium
 
     driver = chromium()
     yield driver

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from proc_util import ROOT
-from test_report import chromium
+from web_util import chromium
 
 from firmware_host.cli.main import main
 

@@ -6,25 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from outside_parts import require
+from web_util import chromium
 
 from firmware_host.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = ROOT / "hil_tests" / "corpus" / "random_s1_0.5min.full.bin"
-
-
-def chromium():
-    """Debian's chromium and chromedriver (.ci/run installs them), driven by selenium."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    browser, driver = require("chromium"), require("chromedriver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(driver), options=options)
 
 
 @pytest.fixture(scope="module")

@@ -7,61 +7,15 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 from proc_util import doc_picture
-from test_report import chromium
+from web_util import Daemon, chromium, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class Daemon:
-    """``firmware-host run --web 127.0.0.1:0 --json`` on the virtual table; its lines read."""
-
-    def __init__(self, *options: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", "--json"]
-            + list(options),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
-        self.lines: list[dict] = []
-        self.err: list[str] = []
-        self.url: str | None = None
-        threading.Thread(target=self._out, daemon=True).start()
-        threading.Thread(target=self._err, daemon=True).start()
-
-    def _out(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(json.loads(line))
-
-    def _err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.err.append(line)
-            if "live page: " in line:
-                self.url = line.split("live page: ")[1].split()[0]
-
-    def wait_url(self, timeout_s: float = 120.0) -> str:
-        deadline = time.monotonic() + timeout_s
-        while self.url is None and time.monotonic() < deadline and self.proc.poll() is None:
-            time.sleep(0.1)
-        assert self.url is not None, "".join(self.err)
-        return self.url
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 TOKEN = "table-test-token"
@@ -80,16 +34,6 @@ def post_control(url: str, body: dict, token: str | None) -> tuple[int, dict]:
             return answer.status, json.load(answer)
     except urllib.error.HTTPError as refused:
         return refused.code, json.load(refused)
-
-
-def wait_for(check, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"not seen in {timeout_s} s: {what}")
 
 
 def ball_positions(browser) -> dict[str, list[str]]:

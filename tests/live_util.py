@@ -1,0 +1,42 @@
+"""A live daemon against the virtual table on a real pty, for the daemon's and the recorder's tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from firmware_host.live.daemon import Daemon
+from firmware_host.pipeline import replay
+from firmware_host.virtual_table.peer import VirtualHub
+
+SPEED = 8.0
+
+
+def referee_live(wire, tmp_path: Path, timeout_s: float = 120.0):
+    lines: list[dict] = []
+    events: list[dict] = []
+    stop = threading.Event()
+    # Compile (or load) the numba kernels here: numba's first compile is not
+    # safe to run in two threads at once.
+    replay(b"".join(wire.chunks))
+    hub = VirtualHub(wire, speed=SPEED)
+    try:
+        daemon = Daemon(
+            hub.device, record_dir=tmp_path, on_event=events.append, on_line=lines.append
+        )
+        runner = threading.Thread(target=lambda: daemon.run(stop))
+        runner.start()
+        assert daemon.connected.wait(20), "the daemon never opened the port"
+        hub.start()  # the port is open before the table boots, as in a club
+        deadline = time.monotonic() + timeout_s
+        while not hub.finished and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        stop.set()
+        runner.join(10)
+        lamp = hub.commands.indicator
+    finally:
+        hub.close()
+    recorded = b"".join(p.read_bytes() for p in sorted(tmp_path.glob("*.bin")))
+    return daemon, lines, events, lamp, recorded
