@@ -29,7 +29,7 @@ from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 from protocol.catalogue import INDICATOR_STATES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEED = 10.0
 MINUTES = 7.0  # 42 s of play at 10x: the outage fits in its middle
 OUTAGE_S = 30.0

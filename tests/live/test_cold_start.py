@@ -31,7 +31,7 @@ from firmware_host.live.engine import AckSniffer, ColdStart, Compiled, FrameSnif
 from firmware_host.live.interpreted import TWINS
 from protocol.framing import encode_frame
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MAX_SILENCE_S = 5.0
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from proc_util import children as child_pids
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 READERS = ("decode", "events", "replay", "judge")
 
 

@@ -18,7 +18,7 @@ from club_util import Subscriber, as_printed, command, page_url, running_broker,
 from proc_util import doc_picture
 from web_util import chromium
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TABLES = ["sim1", "sim2", "sim3", "sim4"]
 
 

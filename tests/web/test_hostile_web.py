@@ -127,7 +127,7 @@ def test_wrong_tokens_through_the_club_page_are_limited_per_address(
     wait_for(lambda: sum("127.0.0.3" in line for line in log) >= 5, 10, "the refusals logged")
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "bench" / "hostile_clients.py"
 FD_LIMIT = 256  # the issue's: 400 slow connections took them all
 

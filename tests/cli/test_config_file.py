@@ -22,7 +22,7 @@ from firmware_host.cli import config_file
 from firmware_host.cli.args import rules_config
 from firmware_host.cli.main import _parse, build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # section, key, a good value (TOML), the line config check prints for it,
 # a bad value (TOML), what the error says about it.

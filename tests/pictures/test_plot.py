@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from firmware_host.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SVG = "{http://www.w3.org/2000/svg}"
 
 

@@ -15,7 +15,7 @@ from firmware_host.fusion import records
 from rules import catalogue, missing_keys
 
 EVENTS_MD = (
-    Path(os.environ.get("FIRMWARE_HOST_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    Path(os.environ.get("FIRMWARE_HOST_SHARED", Path(__file__).resolve().parents[3] / "shared"))
     / "EVENTS.md"
 )
 

@@ -33,7 +33,7 @@ from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FH = [sys.executable, "-m", "firmware_host"]
 A_PORT = '[link]\nport = "/dev/ttyUSB0"\n'
 NO_PORT = '[rules]\nnear_gap_mm = 7\n[service]\nstatus = "/tmp/status.json"\n'

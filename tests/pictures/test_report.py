@@ -10,7 +10,7 @@ from web_util import chromium
 
 from firmware_host.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CAPTURE = ROOT / "hil_tests" / "corpus" / "random_s1_0.5min.full.bin"
 
 

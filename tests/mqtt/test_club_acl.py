@@ -18,7 +18,7 @@ from outside_parts import require
 
 from firmware_host.mqtt.broker import Mosquitto
 
-ACL = Path(__file__).resolve().parents[1] / "docs" / "club" / "mosquitto.acl"
+ACL = Path(__file__).resolve().parents[2] / "docs" / "club" / "mosquitto.acl"
 USERS = {"t1": "pw-t1", "t2": "pw-t2", "club": "pw-club", "scoreboard": "pw-board"}
 
 

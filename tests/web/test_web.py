@@ -15,7 +15,7 @@ import pytest
 from proc_util import doc_picture
 from web_util import Daemon, chromium, wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 TOKEN = "table-test-token"

@@ -23,7 +23,7 @@ from protocol import kernels
 from protocol.decoder import _CHECKS, _REC_SIZE, FRAME_DTYPE, StreamDecoder
 from protocol.synthetic import mixed_capture
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import kernel_shape  # bench/kernel_shape.py: the same measure, printed
 

@@ -12,7 +12,7 @@ import pytest
 
 from firmware_host.service.retention import DAY_S, prune
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_800_000_000.0
 
 

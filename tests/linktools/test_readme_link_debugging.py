@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from outside_parts import require
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SECTION = re.compile(r"^## Debugging the serial link\n(.*?)^## ", re.DOTALL | re.MULTILINE)
 BLOCK = re.compile(r"```sh\n(.*?)```", re.DOTALL)
 RUN_FOR_S = {"monitor": 8.0, "run": 12.0}  # "until Ctrl-C": how long before the SIGINT, at least

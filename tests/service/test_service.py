@@ -28,7 +28,7 @@ from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WATCHDOG_USEC = 200_000  # pings every 0.1 s
 
 

@@ -18,7 +18,7 @@ from club_util import good_state, publisher, running_broker, send, verdict_line,
 from firmware_host.mqtt.club import Club
 from firmware_host.mqtt.topics import broker_url
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEEP = 100_000  # the depth: json.loads raises RecursionError, not ValueError
 
 #: (what, payload): each on its own, then a good message must still arrive
