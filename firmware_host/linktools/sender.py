@@ -3,7 +3,7 @@
 ``send`` and ``ping`` do not resend by themselves: they run the same
 :class:`~firmware_host.command_link.CommandLink` as ``run`` (stop-and-wait,
 50 ms, 3 resends) against a real port, and take the hub's ACKs from the
-bytes with the daemon's :class:`~firmware_host.engine.AckSniffer`.  A
+bytes with the daemon's :class:`~firmware_host.link.acks.AckSniffer`.  A
 command is written ``TYPE field=value …`` with the catalogue's names; a
 field with named values also takes the name (``state=foul``).
 
@@ -19,9 +19,9 @@ from typing import Self
 from protocol.catalogue import BY_NAME, MESSAGES
 from protocol.layout import layout
 
+from ..link.acks import AckSniffer
 from ..link.command_link import CommandLink, CommandResult
 from ..link.transport import Chunk, SerialTransport
-from ..live.engine import AckSniffer
 from .names import VALUE_NAMES
 
 HOST_COMMANDS = tuple(spec.name for spec in MESSAGES if spec.to_table)

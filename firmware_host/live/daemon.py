@@ -24,12 +24,13 @@ from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, 
 from protocol.framing import encode_frame
 from rules import MatchState, RulesConfig, indicator_for
 
+from ..link.acks import AckSniffer
 from ..link.command_link import MAX_RETRIES, CommandLink, HealthChange, LinkHealth
 from ..link.recorder import CaptureRecorder
 from ..link.transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
 from ..pipeline import Step, check_press
 from ..untrusted import log_text
-from .engine import AckSniffer, Compiled, Engine, Outcome
+from .engine import Compiled, Engine, Outcome
 from .release_lag import SENSED, ReleaseLag
 
 log = logging.getLogger("firmware_host.daemon")  # the name logs have always shown

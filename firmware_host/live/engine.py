@@ -9,7 +9,7 @@ kernels are not compiled yet (see ``docs/startup.md``):
   worker process (:mod:`.interpreted`); its outcomes come back in op order
   and are published as they come;
 * the hub's ACKs never wait for a pipeline (the command link resends after
-  50 ms): :class:`AckSniffer` picks them out of the bytes in the transport's
+  50 ms): :class:`~firmware_host.link.acks.AckSniffer` picks them out of the bytes in the transport's
   reader thread, as they arrive, for every engine; while the worker runs
   behind the wire, the nodes' health (silent after 2 s) and the frame count
   cannot wait for it either, so :class:`FrameSniffer` reads who is talking
@@ -30,7 +30,6 @@ import copy
 import logging
 import pickle
 import queue
-import re
 import subprocess
 import threading
 import time
@@ -51,7 +50,6 @@ from protocol.catalogue import (
     Header,
     crc32,
 )
-from protocol.framing import Message, parse_frame
 from protocol.layout import layout
 from rules import RulesConfig
 
@@ -187,42 +185,6 @@ class Compiled:
         return self.pipeline.events.losses()
 
 
-class AckSniffer:
-    """The hub's ACK frames out of raw bytes, in the reader thread, as they arrive.
-
-    The command link gives the hub 50 ms per transmission, while the
-    pipeline thread may be busy far longer (loading the numba kernels on its
-    first feed, a cold start's worker, a burst to catch up), so the daemon
-    takes every ACK here, never from the pipeline.  A frame's COBS code byte
-    is followed by the body's first bytes unchanged up to its first zero;
-    version and msg_type are never zero in a valid frame, so a regular
-    expression (scanned in C: no per-frame Python object on the bulk path)
-    finds the frames whose msg_type is ACK, and only those are parsed (CRC
-    checked, through the catalogue like every frame).  The stream's first
-    byte counts as a frame start, as the decoder's does.
-    """
-
-    ACK = BY_NAME["ACK"].msg_type
-    _FRAME = re.compile(rb"\x00([\x03-\xff][^\x00]%b[^\x00]*)(?=\x00)" % re.escape(bytes([ACK])))
-
-    def __init__(self) -> None:
-        self._carry = b"\x00"  # from the last delimiter on: the start of the next frame
-
-    def feed(self, data: bytes) -> list[dict[str, int]]:
-        buf = self._carry + data
-        last = buf.rfind(b"\x00")
-        if last < 0:  # inside a frame: an over-long run is garbage, a new start comes later
-            self._carry = buf if len(buf) <= MAX_BODY + 2 else b""
-            return []
-        self._carry = buf[last:]
-        acks = []
-        for found in self._FRAME.finditer(buf, 0, last + 1):
-            msg = parse_frame(found.group(1))
-            if isinstance(msg, Message):
-                acks.append(msg.fields)
-        return acks
-
-
 def _header_offset(name: str) -> int:
     """Where a header field starts in a frame's body, from the catalogue's Header."""
     names = [sub.name for sub in Header.subcons]
@@ -245,7 +207,7 @@ class FrameSniffer:
     is "silent" after 2 s: so the reader thread looks at each frame itself.
     COBS and the CRC are checked by the C ``cobs`` codec and ``zlib``; only
     the header's node and a CLOCK_SYNC's peer are read, at offsets derived
-    from the catalogue.  A few microseconds a frame.  (ACKs: :class:`AckSniffer`,
+    from the catalogue.  A few microseconds a frame.  (ACKs: :class:`~firmware_host.link.acks.AckSniffer`,
     for every engine.)
     """
 

@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 from proc_util import children as child_pids
 
+from firmware_host.link.acks import AckSniffer
 from firmware_host.live import warmup
-from firmware_host.live.engine import AckSniffer, ColdStart, Compiled, FrameSniffer, heard_from
+from firmware_host.live.engine import ColdStart, Compiled, FrameSniffer, heard_from
 from firmware_host.live.interpreted import TWINS
 from protocol.framing import encode_frame
 
