@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
 import math
 import os
@@ -210,28 +209,6 @@ def require_frames(path: str, frames: int, bad: int) -> None:
 
 
 # -- outputs -----------------------------------------------------------------------
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def dumps(obj: Any, **kwargs: Any) -> str:
-    """``json.dumps`` that never writes NaN or Infinity (they are not JSON).
-
-    A non-finite number is a bug upstream; it is written as ``null`` and logged.
-    """
-    try:
-        return json.dumps(obj, allow_nan=False, **kwargs)
-    except ValueError:
-        log.warning("a non-finite number in the output was written as null: %.200r", obj)
-        return json.dumps(_finite(obj), allow_nan=False, **kwargs)
 
 
 # -- live commands -----------------------------------------------------------------

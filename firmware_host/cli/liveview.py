@@ -56,17 +56,6 @@ def verdict_text(line: dict[str, Any]) -> str:
     return f"{kind} {rules}".rstrip()
 
 
-def match_state(state: Any) -> dict[str, Any] | None:
-    """The referee's match state as the live page and the broker show it (JSON-ready)."""
-    if state is None:
-        return None
-    return {
-        "frame": state.frame,
-        "to_play": state.to_play,
-        "pocketed": {str(p): len(b) for p, b in state.pocketed.items()},
-    }
-
-
 class LiveView:
     """Events and verdict lines as text, timed from the match's first frame."""
 

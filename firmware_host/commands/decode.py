@@ -45,12 +45,12 @@ from ..cli.args import (
     UsageError,
     add_baud_argument,
     check_port,
-    dumps,
     finite_float,
     int_in,
     open_binary,
     read_chunk,
 )
+from ..jsonout import dumps
 
 CHUNK = 1 << 20
 FOLLOW_S = 0.2  # --follow, --port: how often to look for more bytes

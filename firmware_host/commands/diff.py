@@ -50,7 +50,8 @@ def _frame_json(item: Any) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..cli.args import dumps, read_binary
+    from ..cli.args import read_binary
+    from ..jsonout import dumps
     from ..linktools.capdiff import diff
 
     data = [np.frombuffer(read_binary(path), np.uint8) for path in (args.a, args.b)]

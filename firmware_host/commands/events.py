@@ -36,7 +36,6 @@ def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
 
     from ..cli.args import (
-        dumps,
         no_cycle_collection,
         read_binary,
         report_frames,
@@ -45,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from ..fusion.events import FusionParams
     from ..fusion.stream import ROW_TYPES, EventStream, events_from_rows
+    from ..jsonout import dumps
     from ..timing.rows import to_rows
 
     no_cycle_collection()

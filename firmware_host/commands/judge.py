@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from firmware_host.cli.args import UsageError, dumps, open_binary, rules_config
+    from firmware_host.cli.args import UsageError, open_binary, rules_config
+    from firmware_host.jsonout import dumps
     from rules.referee import Referee
 
     from .eventcheck import MAX_LINE, BadEvent, parse_line

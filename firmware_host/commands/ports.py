@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from serial.tools import list_ports
 
-    from ..cli.args import dumps
+    from ..jsonout import dumps
     from ..link.transport import by_id_names
 
     stable = by_id_names()

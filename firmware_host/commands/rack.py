@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from firmware_host.cli.args import UsageError, dumps
+    from firmware_host.cli.args import UsageError
+    from firmware_host.jsonout import dumps
     from protocol.geometry import Table
     from rules.rack import rack_positions, rack_slots
 

@@ -30,7 +30,6 @@ def run(args: argparse.Namespace) -> int:
     from protocol.decoder import decode_capture
 
     from ..cli.args import (
-        dumps,
         no_cycle_collection,
         read_binary,
         report_frames,
@@ -38,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
         require_frames,
         rules_config,
     )
+    from ..jsonout import dumps
     from ..link.recorder import recorded_presses
     from ..pipeline import Pipeline, replay
 

@@ -557,8 +557,8 @@ def run(args: argparse.Namespace) -> int:
                     )
                 table = _virtual_table(args, signals, interpreted=cold)
 
-            from ..cli.args import dumps
             from ..cli.liveview import LiveView
+            from ..jsonout import dumps
             from ..live.daemon import Daemon
             from ..service.resume import todays_parts
 

@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from ..cli.args import dumps, read_binary
+    from ..cli.args import read_binary
+    from ..jsonout import dumps
     from ..link.recorder import read_rx_times
     from ..linktools.linkstats import link_stats
 

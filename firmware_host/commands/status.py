@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cli.args import UsageError, dumps
+from ..cli.args import UsageError
+from ..jsonout import dumps
 
 DEFAULT_STATE = "/var/lib/firmware-host"
 

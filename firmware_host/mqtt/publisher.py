@@ -39,8 +39,7 @@ from paho.mqtt.properties import Properties
 
 from rules import indicator_for
 
-from ..cli.args import dumps
-from ..cli.liveview import match_state
+from ..jsonout import dumps, match_state
 from ..untrusted import Refusals, Refused, json_object
 from .spool import DROPPABLE, KEEP, LATEST, Spool
 from .topics import BrokerUrl, table_of, topic

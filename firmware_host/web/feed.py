@@ -25,7 +25,7 @@ from typing import Any
 
 from rules import indicator_for
 
-from ..cli.liveview import match_state
+from ..jsonout import match_state
 from ..pictures.rules_text import english
 
 KEEP_VERDICTS = 20  # the page lists the last ones

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from club_util import Subscriber, running_broker, wait_for
 
-from firmware_host.cli.args import dumps
+from firmware_host.jsonout import dumps
 from firmware_host.live.daemon import Daemon
 from firmware_host.live.release_lag import SENSED
 from firmware_host.mqtt.publisher import TablePublisher
