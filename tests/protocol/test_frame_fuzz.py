@@ -1,6 +1,6 @@
 """Frame-level fuzzing in CI: mutated captures with valid CRCs, kernels bounds-checked.
 
-The fuzzer (:mod:`firmware_host.virtual_table.fuzz`) runs in its own process
+The fuzzer (``fuzz.py`` beside this file, a harness of the tests) runs in its own process
 with ``NUMBA_BOUNDSCHECK=1``, so an index past a buffer in any numba kernel
 raises there instead of corrupting memory, and with its own numba cache
 directory (kernels compiled with bounds checks must not be mixed with the
@@ -25,8 +25,7 @@ def test_mutated_captures_never_crash_or_break_order_under_bounds_checks() -> No
     done = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "firmware_host.virtual_table.fuzz",
+            str(Path(__file__).with_name("fuzz.py")),
             "--runs",
             str(RUNS),
             "--seed",

@@ -1,7 +1,7 @@
 """Frame-level fuzzing: mutated captures with valid CRCs through every path of the pipeline.
 
 Each run takes a base capture of the virtual table, applies a few random
-:mod:`.mutate` mutations (strange timestamps, clock jumps, stray HELLOs,
+:mod:`firmware_host.virtual_table.mutate` mutations (strange timestamps, clock jumps, stray HELLOs,
 reboots without HELLO, duplicated and reordered frames …) and feeds the
 result through the batch path (``events``), the chunked replay (``replay``)
 and the live path (chunks stamped with a host clock, with ticks between).
@@ -13,7 +13,7 @@ Run it with numba's bounds checking on, so that an index past a buffer is an
 ``IndexError`` here and not silent memory corruption in the daemon::
 
     NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=/tmp/nb-bounds \\
-        python -m firmware_host.virtual_table.fuzz --runs 10000
+        python tests/protocol/fuzz.py --runs 10000
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from . import mutate
+from firmware_host.virtual_table import mutate
 
 CHUNK_SIZES = (1, 7, 64, 512, 4096, 65536)
-#: Batch and replay agree on every stream within the datasheet (tests/test_timing_order.py);
+#: Batch and replay agree on every stream within the datasheet (tests/timing/test_timing_order.py);
 #: on a mutated one they may not (a clock jump re-times a derived contact by a few hundred µs):
 #: counted, not a failure.
 DIVERGED = "replay's events differ from the batch path's"
@@ -52,9 +52,9 @@ class Outcome:
 def base_captures(minutes: float = 0.4) -> list[bytes]:
     """Short virtual-table matches as the fuzzer's raw material: each sensor set, and a full
     table whose clocks wrap and whose hub reboots mid-match."""
-    from .faults import FaultPlan
-    from .hub import HubConfig, build_wire
-    from .match import random_match
+    from firmware_host.virtual_table.faults import FaultPlan
+    from firmware_host.virtual_table.hub import HubConfig, build_wire
+    from firmware_host.virtual_table.match import random_match
 
     configs = [
         HubConfig(sensors=s, seed=seed) for seed, s in enumerate(("full", "middle", "minimum"), 1)
