@@ -9,7 +9,7 @@ writes it:
   :data:`NAMES`;
 * the keys the referee needs before it uses an event (``rules.referee``'s
   ``NEEDED_KEYS``) and the keys ``judge`` requires of a line
-  (``firmware_host/commands/eventcheck.py``) are :data:`NEEDED_KEYS`;
+  (``firmware_host/cli/eventcheck.py``) are :data:`NEEDED_KEYS`;
 * ``judge``'s check of each key's range stays beside its messages in
   ``eventcheck.py``, keyed by these names (a test holds the two in step).
 

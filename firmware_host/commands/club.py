@@ -18,7 +18,7 @@ import sys
 import time
 
 from ..cli.args import UsageError
-from .run import add_broker_arguments, broker_settings, web_address
+from ..cli.options import add_broker_arguments, broker_settings, web_address
 
 EXAMPLES = """\
   firmware-host club --mqtt mqtt://127.0.0.1:1883 --web 8090

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli.args import UsageError, int_in
-from .run import mqtt_url
-from .simulate import add_virtual_match
+from ..cli.options import add_virtual_match, mqtt_url
 
 EXAMPLES = """\
   firmware-host club-sim --tables 4 --minutes 1                # its own broker, 4 tables

@@ -31,7 +31,7 @@ EXAMPLES = """\
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .run import add_settings
+    from ..cli.options import add_settings
 
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     check = sub.add_parser(
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..cli.config_file import effective, example
-    from .run import add_settings, check_link
+    from ..cli.options import add_settings, check_link
 
     if args.action == "example":
         parser = argparse.ArgumentParser()

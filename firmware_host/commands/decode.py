@@ -46,10 +46,10 @@ from ..cli.args import (
     add_baud_argument,
     check_port,
     finite_float,
-    int_in,
     open_binary,
     read_chunk,
 )
+from ..cli.options import add_selection_arguments, wanted_types
 from ..jsonout import dumps
 
 CHUNK = 1 << 20
@@ -115,23 +115,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="EXPR",
         help="only frames whose fields pass, e.g. 'amplitude>1000 and cushion==2' "
         "(== != < <= > >= in, and or not; docs/link-debugging.md)",
-    )
-
-
-def add_selection_arguments(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--type NAME`` and ``--node N``, repeatable: the selection decode and monitor share."""
-    parser.add_argument(
-        "--type",
-        action="append",
-        metavar="NAME",
-        help="only these message types (repeatable; e.g. CUSHION_HIT)",
-    )
-    parser.add_argument(
-        "--node",
-        action="append",
-        type=int_in(0, 255),
-        metavar="N",
-        help=f"only {what} from these nodes (repeatable; 0 the hub, 3 the cue, ...)",
     )
 
 
@@ -218,18 +201,6 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
             f"  capture ends in {summary['dropped_bytes']} bytes without a frame delimiter "
             "(longer than any frame): dropped\n"
         )
-
-
-def wanted_types(names: list[str] | None) -> set[str] | None:
-    """``--type`` names, checked against the catalogue (upper-cased); None: every type."""
-    from protocol.catalogue import BY_NAME
-
-    if not names:
-        return None
-    unknown = [name for name in names if name.upper() not in BY_NAME]
-    if unknown:
-        raise UsageError(f"--type {unknown[0]}: no such message (see `firmware-host dump`)")
-    return {name.upper() for name in names}
 
 
 class Listing:

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from firmware_host.jsonout import dumps
     from rules.referee import Referee
 
-    from .eventcheck import MAX_LINE, BadEvent, parse_line
+    from ..cli.eventcheck import MAX_LINE, BadEvent, parse_line
 
     referee = Referee(config=rules_config(args))
     write = sys.stdout.write

@@ -21,7 +21,7 @@ import argparse
 import time
 
 from ..cli.args import UsageError, add_baud_argument, check_port, finite_float
-from .decode import add_selection_arguments, wanted_types
+from ..cli.options import add_selection_arguments, wanted_types
 
 EXAMPLES = """\
   firmware-host monitor --port /dev/ttyUSB0 --baud 12000000

@@ -13,7 +13,8 @@ import sys
 import time
 
 from ..cli.args import finite_float, int_in
-from .send import add_link_arguments, describe, open_link
+from ..cli.options import add_link_arguments
+from ..linktools.sender import describe, open_link
 
 EXAMPLES = """\
   firmware-host ping --port /dev/ttyUSB0 --count 100

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from protocol.geometry import Table
     from rules.rack import rack_positions, rack_slots
 
-    from .eventcheck import table_problem
+    from ..cli.eventcheck import table_problem
 
     problem = table_problem(args.length, args.width, args.ball)
     if problem:

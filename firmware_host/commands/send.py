@@ -13,30 +13,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
-from ..cli.args import UsageError, add_port_arguments, check_port, int_in
-
-if TYPE_CHECKING:
-    from ..link.command_link import CommandResult
-    from ..linktools.sender import HostLink
+from ..cli.args import UsageError
+from ..cli.options import add_link_arguments
+from ..linktools.sender import describe, open_link
 
 EXAMPLES = """\
   firmware-host send --port /dev/ttyUSB0 SET_INDICATOR state=foul rule=18 hold_ms=2000
   firmware-host send --port /dev/ttyUSB0 PING token=7
   firmware-host send --port socket://table.local:7000 REQUEST_HELLO
 """
-
-
-def add_link_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--port`` (needed: a frame goes to a table), ``--baud`` and ``--seq``."""
-    group = add_port_arguments(parser, default="none, a table is needed")
-    group.add_argument(
-        "--seq",
-        type=int_in(0, 0xFFFF),
-        default=0,
-        help="the sequence number of the first frame, 0 to 65535 (default 0)",
-    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,46 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="TYPE then FIELD=VALUE for each payload field, e.g. PING token=7",
     )
     add_link_arguments(parser)
-
-
-def open_link(args: argparse.Namespace) -> HostLink:
-    """The link the arguments name; a resend is told on stdout as it goes out."""
-    from protocol.framing import Message, parse_frame
-
-    from ..linktools.sender import HostLink
-
-    if args.port is None:
-        raise UsageError("--port URL is needed: the table to send to")
-    check_port(args.port)
-
-    def sent(frame: bytes, host_ns: int) -> None:
-        msg = parse_frame(frame[:-1])  # the link's own frame: a Message
-        if isinstance(msg, Message) and msg.flags & 1:
-            sys.stdout.write(f"  resent {msg.name} seq {msg.seq} (flags bit 0: no ACK in 50 ms)\n")
-            sys.stdout.flush()
-
-    return HostLink(args.port, args.baud, first_seq=args.seq, on_sent=sent)
-
-
-def describe(r: CommandResult) -> str:
-    """One line for a command's outcome: the ACK and its round trip, or why there is none."""
-    from protocol.catalogue import ACK_STATUS
-
-    from ..link.command_link import MAX_RETRIES, Outcome
-
-    tries = f"{r.transmissions} transmission{'s' if r.transmissions != 1 else ''}"
-    if r.outcome in (Outcome.ACKED, Outcome.REFUSED):
-        status = ACK_STATUS.get(r.status or 0, str(r.status))
-        return (
-            f"ACK {r.name} seq {r.seq}: status {r.status} ({status}), "
-            f"round trip {(r.round_trip_ns or 0) / 1e6:.2f} ms ({tries})"
-        )
-    if r.outcome is Outcome.NO_ACK:
-        return (
-            f"no ACK for {r.name} seq {r.seq} after {tries} ({MAX_RETRIES} resends, 50 ms "
-            "apart): the link to the table has failed"
-        )
-    return f"{r.name}: {r.outcome.value}"
 
 
 def run(args: argparse.Namespace) -> int:

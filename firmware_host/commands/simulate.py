@@ -16,40 +16,13 @@ import math
 import sys
 from typing import Any
 
-from ..cli.args import SEED_MAX, UsageError, finite_float, int_in
-
-SENSOR_SETS = ("minimum", "middle", "full")
-MAX_MINUTES = 24 * 60.0  # a random match of a day is already a long test
-MIN_SPEED, MAX_SPEED = 0.01, 1000.0
-
-# The shared option types: `run` passes these options on to its virtual table.
-SEED = int_in(0, SEED_MAX)
-MINUTES = finite_float(0, MAX_MINUTES, lo_open=True)
-SPEED = finite_float(MIN_SPEED, MAX_SPEED)
-
+from ..cli.args import SEED_MAX, UsageError
+from ..cli.options import MAX_MINUTES, MAX_SPEED, MIN_SPEED, MINUTES, SEED, SENSOR_SETS, SPEED
 
 EXAMPLES = """\
   firmware-host simulate --capture push.bin --scenario push --truth push.truth.jsonl
   firmware-host simulate --pty --speed 10 --loop     # a table for `run --port` or the HIL tests
 """
-
-
-def add_virtual_match(
-    group: Any,
-    seed_help: str = "random match seed (default 0)",
-    speed: float = 10.0,
-    speed_help: str = "play this many times real time (default 10)",
-) -> None:
-    """The virtual table's match as ``run`` and ``club-sim`` take it (a daemon refereeing
-    virtual tables): the seed, the length, the pace (10x by default) and the sensors."""
-    group.add_argument("--seed", type=SEED, default=0, help=seed_help)
-    group.add_argument(
-        "--minutes", type=MINUTES, default=2.0, help="random match length (default 2)"
-    )
-    group.add_argument("--speed", type=SPEED, default=speed, help=speed_help)
-    group.add_argument(
-        "--sensors", choices=SENSOR_SETS, default="full", help="the virtual table's sensor set"
-    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

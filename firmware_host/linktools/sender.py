@@ -1,7 +1,7 @@
 """Host frames typed on the command line, sent with the daemon's own ICD §5 machinery.
 
 ``send`` and ``ping`` do not resend by themselves: they run the same
-:class:`~firmware_host.command_link.CommandLink` as ``run`` (stop-and-wait,
+:class:`~firmware_host.link.command_link.CommandLink` as ``run`` (stop-and-wait,
 50 ms, 3 resends) against a real port, and take the hub's ACKs from the
 bytes with the daemon's :class:`~firmware_host.link.acks.AckSniffer`.  A
 command is written ``TYPE field=value …`` with the catalogue's names; a
@@ -13,12 +13,15 @@ field with named values also takes the name (``state=foul``).
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Callable
 from typing import Self
 
 from protocol.catalogue import BY_NAME, MESSAGES
 from protocol.layout import layout
 
+from ..cli.args import UsageError, check_port
 from ..link.acks import AckSniffer
 from ..link.command_link import CommandLink, CommandResult
 from ..link.transport import Chunk, SerialTransport
@@ -115,3 +118,41 @@ class HostLink:
     def _chunk(self, chunk: Chunk) -> None:
         for ack in self._sniffer.feed(chunk.data):
             self._link.on_ack(ack["acked_seq"], ack["acked_type"], ack["status"])
+
+
+def open_link(args: argparse.Namespace) -> HostLink:
+    """The link the arguments name; a resend is told on stdout as it goes out."""
+    from protocol.framing import Message, parse_frame
+
+    if args.port is None:
+        raise UsageError("--port URL is needed: the table to send to")
+    check_port(args.port)
+
+    def sent(frame: bytes, host_ns: int) -> None:
+        msg = parse_frame(frame[:-1])  # the link's own frame: a Message
+        if isinstance(msg, Message) and msg.flags & 1:
+            sys.stdout.write(f"  resent {msg.name} seq {msg.seq} (flags bit 0: no ACK in 50 ms)\n")
+            sys.stdout.flush()
+
+    return HostLink(args.port, args.baud, first_seq=args.seq, on_sent=sent)
+
+
+def describe(r: CommandResult) -> str:
+    """One line for a command's outcome: the ACK and its round trip, or why there is none."""
+    from protocol.catalogue import ACK_STATUS
+
+    from ..link.command_link import MAX_RETRIES, Outcome
+
+    tries = f"{r.transmissions} transmission{'s' if r.transmissions != 1 else ''}"
+    if r.outcome in (Outcome.ACKED, Outcome.REFUSED):
+        status = ACK_STATUS.get(r.status or 0, str(r.status))
+        return (
+            f"ACK {r.name} seq {r.seq}: status {r.status} ({status}), "
+            f"round trip {(r.round_trip_ns or 0) / 1e6:.2f} ms ({tries})"
+        )
+    if r.outcome is Outcome.NO_ACK:
+        return (
+            f"no ACK for {r.name} seq {r.seq} after {tries} ({MAX_RETRIES} resends, 50 ms "
+            "apart): the link to the table has failed"
+        )
+    return f"{r.name}: {r.outcome.value}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from firmware_host.commands import eventcheck
+from firmware_host.cli import eventcheck
 from firmware_host.fusion import records
 from rules import catalogue, missing_keys
 

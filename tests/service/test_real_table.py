@@ -27,7 +27,7 @@ from outside_parts import require
 from proc_util import as_nobody
 
 from firmware_host.cli.args import UsageError, check_port
-from firmware_host.commands.run import service_manager
+from firmware_host.cli.options import service_manager
 from firmware_host.link.transport import by_id_names
 from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire

@@ -13,7 +13,7 @@ name are left alone (the format may gain keys), and so is an unknown
 >>> check_event({"t_us": 5, "type": "cushion", "ball": 3, "cushion": 9})
 Traceback (most recent call last):
 ...
-firmware_host.commands.eventcheck.BadEvent: cushion: 'cushion' must be an integer from 0 to 5, not 9
+firmware_host.cli.eventcheck.BadEvent: cushion: 'cushion' must be an integer from 0 to 5, not 9
 """
 
 from __future__ import annotations
