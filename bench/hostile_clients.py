@@ -1,6 +1,6 @@
 """Hostile web clients against a page's server: event streams and slow connections at once.
 
-Used by ``bench/hostile_load.py`` and ``tests/test_hostile_web.py``; runs as its own
+Used by ``bench/hostile_load.py`` and ``tests/web/test_hostile_web.py``; runs as its own
 process (its own file-descriptor limit, raised to the hard one, and its own CPU),
 as the clients of a club's network would:
 

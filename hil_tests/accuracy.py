@@ -1,7 +1,7 @@
 """Verdict accuracy on random virtual-table matches: replay against the intended verdicts.
 
 Pure scoring plus one in-memory runner; ``bench/verdicts.py`` prints it and
-``tests/test_verdict_accuracy.py`` asserts on it (docs/verdicts.md).
+``tests/rules/test_verdict_accuracy.py`` asserts on it (docs/verdicts.md).
 
 * :func:`play` is ``simulate --capture --truth`` then ``replay`` without the
   files: the same match, the same :class:`HubConfig` (sensor noise seeded

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import math
 import os
 import stat
@@ -22,8 +21,6 @@ from typing import Any, BinaryIO, TextIO
 from urllib.parse import urlsplit
 
 from ..files import kind_of
-
-log = logging.getLogger("firmware_host.cliutil")  # the name logs have always shown
 
 MIN_BAUD, MAX_BAUD = 50, 12_000_000  # the slowest standard rate, the fastest USB UART
 SEED_MAX = 2**32 - 1  # numpy seeds must be non-negative; one 32-bit word keeps them portable

@@ -1,1 +1,1 @@
-"""One module per ``firmware-host`` subcommand (see ``firmware_host.cli``)."""
+"""One module per ``firmware-host`` subcommand (see ``firmware_host.cli.main``)."""

@@ -5,7 +5,7 @@ queue that numbers host frames, encodes them through the catalogue, matches
 ACKs and decides retransmissions; it reads no clock (every call carries
 ``now_ns``) and does no I/O, so tests drive it with a fake clock.
 :class:`CommandLink` runs it on one thread against a byte writer (normally
-:meth:`firmware_host.transport.SerialTransport.write`) and resolves a
+:meth:`firmware_host.link.transport.SerialTransport.write`) and resolves a
 ``concurrent.futures.Future`` per command.
 
     link = CommandLink(transport.write, on_health=report)

@@ -254,7 +254,7 @@ class CaptureRecorder:
                 self._fail(exc, 0)
 
     def record(self, chunk: Chunk) -> None:
-        """``write`` for a transport :class:`~firmware_host.transport.Chunk` (an ``on_chunk``)."""
+        """``write`` for a transport :class:`~firmware_host.link.transport.Chunk` (an ``on_chunk``)."""
         self.write(chunk.data, chunk.host_rx_ns)
 
     def flush(self) -> None:

@@ -3,7 +3,7 @@
 A recording is a ``.bin`` part (the table's bytes exactly, ICD §8) and,
 when the daemon wrote it, a ``.rxt`` (host receive time per chunk) and a
 ``.tx`` (the frames the host sent, with their host times) beside it
-(:mod:`firmware_host.recorder`).  Tools that show the link in time order
+(:mod:`firmware_host.link.recorder`).  Tools that show the link in time order
 (``pcap``, ``stats``) need, per frame: its wire bytes, its direction and a
 time.  The time is the host's clock (``time.monotonic_ns()``) when the
 recording has one, else the hub's: the unwrapped ``t_us`` of the latest hub

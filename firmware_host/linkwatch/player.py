@@ -1,6 +1,6 @@
 """A capture played into a tally at its recorded pace, or ``speed`` times faster.
 
-With a ``.rxt`` side file beside the ``.bin`` (:mod:`firmware_host.recorder`)
+With a ``.rxt`` side file beside the ``.bin`` (:mod:`firmware_host.link.recorder`)
 every chunk is handed over when it was read on the recording host; without
 one, the capture is cut into small chunks and paced on the hub's own stamps
 (ICD §3: node 0's ``t_us`` is hub time), which come several times a second

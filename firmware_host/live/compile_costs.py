@@ -4,7 +4,7 @@ The warm-up weighs its progress with these (``warmup.Progress``): the
 share of the compile already done, and so the time left, is right on any
 machine, even where every kernel takes five times as long.  Made from the
 marker of a cold warm-up (``NUMBA_CACHE_DIR=$(mktemp -d) python -m
-firmware_host.warmup``, then its ``kernels`` rows: name and own CPU
+firmware_host.live.warmup``, then its ``kernels`` rows: name and own CPU
 seconds; 2026-12-03 after issue 26 cut the fusion and the timeline into files by
 decision, 200 s of CPU in all on a loaded machine); a kernel
 added since weighs the median.

@@ -2,7 +2,7 @@
 
 Each table is the real thing but the process: the virtual table's hub on a
 pseudo-terminal of its own (:class:`~firmware_host.virtual_table.peer.VirtualHub`,
-the real wire protocol), a :class:`~firmware_host.daemon.Daemon` reading it,
+the real wire protocol), a :class:`~firmware_host.live.daemon.Daemon` reading it,
 and a :class:`~.publisher.TablePublisher` with its own spool.  The tables of a
 process share the compiled numba kernels (a ``run`` process per table would
 load them, ~150 MB and seconds, once per table); ``club-sim --processes P``

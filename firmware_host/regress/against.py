@@ -12,7 +12,7 @@ public command line, ``python -m firmware_host replay --events CAPTURE``
 (EVENTS.md: keys may be added, never removed), so any version that has
 ``replay`` can be a baseline.  A rotated recording is handed over as one
 capture: its parts joined with their ``.tx`` (the referee's presses)
-rewritten by a :class:`~firmware_host.recorder.CaptureRecorder`, exactly
+rewritten by a :class:`~firmware_host.link.recorder.CaptureRecorder`, exactly
 as the stream was read.  On a cluster the venv must be at the same path on
 every worker (shared storage, like the corpus: docs/regress.md).
 """

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: ``PREFIX-YYYYmmdd-HHMMSS-NNNN.bin``, as :func:`firmware_host.recorder.part_name` writes it
+#: ``PREFIX-YYYYmmdd-HHMMSS-NNNN.bin``, as :func:`firmware_host.link.recorder.part_name` writes it
 PART_NAME = re.compile(r"^(?P<prefix>.+)-(?P<day>\d{8})-(?P<time>\d{6})-(?P<part>\d{4,})\.bin$")
 
 

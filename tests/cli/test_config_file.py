@@ -5,7 +5,7 @@ refuses the rest with one line naming the file, the key, the value and the
 fault (exit status 2); a misspelt key or section is an error that suggests
 the right name; an option on the command line beats the file; `config
 example` writes a file `config check` accepts.  In-process through
-`firmware_host.cli.main`, plus one run as a user would, for the traceback.
+`firmware_host.cli.main.main`, plus one run as a user would, for the traceback.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def check(
 
     A file that names no port is checked with ``--virtual`` (its other keys are
     what these tests are about); a config for a real table needs one (issue 24,
-    tests/test_real_table.py).
+    tests/service/test_real_table.py).
     """
     path = tmp_path / "table.toml"
     if isinstance(text, bytes):

@@ -3,7 +3,7 @@
 numba checks a cached kernel against its own source file; a kernel compiles
 its callees and the constants it imports into itself, so with the fusion cut
 into one file per decision an edit of ``cushions.py`` would leave ``fuse``
-running the old ring-down.  ``firmware_host.numba_cache`` keys each cached
+running the old ring-down.  ``firmware_host.live.numba_cache`` keys each cached
 kernel on a hash of its file and of every project file it imports.  Here a
 two-file kernel package is compiled, its callee edited, and run again.
 """

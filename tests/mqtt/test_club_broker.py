@@ -35,7 +35,9 @@ MINUTES = 7.0  # 42 s of play at 10x: the outage fits in its middle
 OUTAGE_S = 30.0
 WAITED_MS = 1000.0  # an event or a turn held this long waited on the network, not the CPU
 SLACK = 1.5  # what a busy machine's own stalls may grow by before they count as the outage's
-RELEASE_MS = 50.0  # the live-release bound (tests/test_fusion_e2e.py): a frame waits no longer
+RELEASE_MS = (
+    50.0  # the live-release bound (tests/fusion/test_fusion_e2e.py): a frame waits no longer
+)
 
 
 @pytest.fixture

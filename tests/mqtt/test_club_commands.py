@@ -1,5 +1,5 @@
 """Referee commands over a real Mosquitto: every malformed one answered, never acted on, and a
-good one acted on once per id (tables/club page: tests/test_club_page.py)."""
+good one acted on once per id (tables/club page: tests/mqtt/test_club_page.py)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ and holds:
   verdict for every shot.
 
 A failure names the seeds; ``VERDICT_SEEDS=3,17,... pytest
-tests/test_verdict_accuracy.py`` plays those again, and the message gives the
+tests/rules/test_verdict_accuracy.py`` plays those again, and the message gives the
 bench command that lists every miss with its events.
 """
 
@@ -66,7 +66,7 @@ def _again() -> str:
     seeds = ",".join(map(str, SEEDS))
     return (
         f"{_sample()}: again with VERDICT_SEEDS={seeds} pytest "
-        f"tests/test_verdict_accuracy.py; every miss with its events: "
+        f"tests/rules/test_verdict_accuracy.py; every miss with its events: "
         f"python bench/verdicts.py --seeds {seeds} --minutes {MINUTES:g} --detail"
     )
 
