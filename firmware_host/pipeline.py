@@ -74,6 +74,11 @@ class Pipeline:
         """No new bytes: release what the host clock says is settled."""
         return self._judge(self.events.tick(host_now_ns))
 
+    def hub_time_at(self, host_ns: int | None) -> int:
+        """The hub's time at a host instant (``time.monotonic_ns()``), as the timing core
+        maps it now: how long an event waited for its release, live."""
+        return self.events.timeline.hub_time_at(host_ns)
+
     def flush(self) -> Step:
         """End of input: every event still held, and the lines they decide."""
         step = self._judge(self.events.flush())

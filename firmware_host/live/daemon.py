@@ -28,7 +28,7 @@ from ..link.acks import AckSniffer
 from ..link.command_link import MAX_RETRIES, CommandLink, HealthChange, LinkHealth
 from ..link.recorder import CaptureRecorder
 from ..link.transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialTransport
-from ..pipeline import Step, check_press
+from ..pipeline import Pipeline, Step, check_press
 from ..untrusted import log_text
 from .engine import Compiled, Engine, Outcome
 from .release_lag import SENSED, ReleaseLag
@@ -119,7 +119,7 @@ class Daemon:
         # (engine.FrameSniffer).
         self._chunks: queue.SimpleQueue[Chunk] = queue.SimpleQueue()
         self._sniffer = AckSniffer()
-        self._sniffs = bool(getattr(self.engine, "sniffs_nodes", False))
+        self._sniffs = self.engine.sniffs_nodes
         self._transport = SerialTransport(
             url, baudrate=baud, on_status=self._link_status, on_chunk=self._receive
         )
@@ -139,10 +139,9 @@ class Daemon:
         self._losses_reported_at = 0.0
 
     @property
-    def pipeline(self) -> Any:
+    def pipeline(self) -> Pipeline | None:
         """The compiled pipeline (None while a cold start still runs interpreted)."""
-        engine = getattr(self.engine, "compiled", self.engine)
-        return getattr(engine, "pipeline", None)
+        return self.engine.pipeline
 
     @property
     def referee_state(self) -> Any:
@@ -201,7 +200,7 @@ class Daemon:
                     self._take(chunks.get_nowait(), recorder)
                 self._take_presses()
                 abandoning = abandon is not None and abandon.is_set()
-                if not (hang_up and getattr(self.engine, "behind", False)):
+                if not (hang_up and self.engine.behind):
                     self._apply(self.engine.finish(abandoning))
                     finished = True
             if not finished:
@@ -283,7 +282,7 @@ class Daemon:
         if acks:
             self._acks(acks)
         if self._sniffs:
-            sniffed = self.engine.sniff(chunk.data)  # type: ignore[attr-defined]
+            sniffed = self.engine.sniff(chunk.data)
             self.heard_ns.update(dict.fromkeys(sniffed.nodes, chunk.host_rx_ns))
         self._chunks.put(chunk)
 
@@ -381,7 +380,7 @@ class Daemon:
         pipeline = self.pipeline
         hub_now = None
         if pipeline is not None and step.events:
-            hub_now = pipeline.events.timeline.hub_time_at(time.monotonic_ns())
+            hub_now = pipeline.hub_time_at(time.monotonic_ns())
         for event in step.events:
             if hub_now is not None and event["type"] in SENSED:
                 self.stats.release_lag.add((hub_now - event["t_us"]) / 1000)

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cobs import cobs
 
@@ -54,6 +54,9 @@ from protocol.layout import layout
 from rules import RulesConfig
 
 from ..pipeline import Step
+
+if TYPE_CHECKING:
+    from ..pipeline import Pipeline
 
 log = logging.getLogger("firmware_host.engine")  # the name logs have always shown
 
@@ -116,6 +119,23 @@ def latest_balls(decoded: Any) -> dict[str, list[float]] | None:
 
 
 class Engine(Protocol):
+    """What the daemon asks of an engine: everything it uses, nothing probed for.
+
+    ``sniffs_nodes``: the engine answers later than the wire, so the
+    reader thread itself reads who is talking (:meth:`sniff`) for the
+    nodes' health.  ``behind``: the end of input still waits for the
+    engine to catch up (a hang-up must not cut it short).  ``pipeline``:
+    the compiled pipeline (the match state, the hub's time of a host
+    instant, a resume), ``None`` while a cold start still runs interpreted.
+    """
+
+    sniffs_nodes: bool
+
+    @property
+    def behind(self) -> bool: ...
+    @property
+    def pipeline(self) -> Pipeline | None: ...
+    def sniff(self, data: bytes) -> Sniffed: ...
     def feed(self, data: bytes, host_rx_ns: int) -> list[Outcome]: ...
     def idle(self, host_now_ns: int) -> list[Outcome]: ...
     def press(self, key: str, arg: int, host_now_ns: int) -> list[Outcome]: ...
@@ -126,6 +146,9 @@ class Engine(Protocol):
 
 class Compiled:
     """The pipeline in the calling thread; every op's outcome at once."""
+
+    sniffs_nodes = False  # every outcome says who was heard, as soon as it was read
+    behind = False
 
     def __init__(self, rules: RulesConfig | None = None) -> None:
         from ..pipeline import Pipeline  # numba: imported (not compiled) only when needed
@@ -177,6 +200,10 @@ class Compiled:
 
     def finish(self, abandon: bool = False) -> list[Outcome]:
         return [self.apply((FLUSH,))]
+
+    def sniff(self, data: bytes) -> Sniffed:
+        """Nothing: the outcome of the same read names the nodes (no worker to wait for)."""
+        return Sniffed()
 
     def decoder_stats(self) -> dict[str, Any]:
         return vars(self.pipeline.decoder.stats())
@@ -351,6 +378,11 @@ class ColdStart:
     def behind(self) -> bool:
         """Still interpreted: the end of input waits for the worker to catch up."""
         return self.compiled is None
+
+    @property
+    def pipeline(self) -> Pipeline | None:
+        """The compiled pipeline once it took over (``None``: still interpreted)."""
+        return self.compiled.pipeline if self.compiled is not None else None
 
     # -- the engine interface ------------------------------------------------------------
 
