@@ -29,6 +29,8 @@ from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 from protocol.catalogue import INDICATOR_STATES
 
+pytestmark = pytest.mark.wall_s(75)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 SPEED = 10.0
 MINUTES = 7.0  # 42 s of play at 10x: the outage fits in its middle

@@ -20,6 +20,8 @@ from club_util import Subscriber, as_printed, running_broker, wait_for
 from proc_util import doc_picture
 from test_report import chromium
 
+pytestmark = pytest.mark.wall_s(50)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ["sim1", "sim2", "sim3", "sim4"]
 

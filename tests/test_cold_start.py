@@ -31,6 +31,8 @@ from firmware_host.engine import AckSniffer, ColdStart, Compiled, FrameSniffer, 
 from firmware_host.interpreted import TWINS
 from protocol.framing import encode_frame
 
+pytestmark = pytest.mark.wall_s(65)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 MAX_SILENCE_S = 5.0
 
