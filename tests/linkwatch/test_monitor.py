@@ -34,6 +34,8 @@ from firmware_host.virtual_table.sensors import DAMAGED
 from protocol.catalogue import BY_TYPE, FLAG_RETRANSMISSION, NODE_IDS, NODE_NAMES
 from protocol.framing import encode_frame
 
+pytestmark = pytest.mark.wall_s(55)  # alone, on an idle core: run first (conftest.py)
+
 RATE_TOLERANCE = 0.05  # the issue's bound on a shown rate against the true one
 STEADY_FRAMES = 10  # rows with at least this many frames in the window are periodic
 WINDOW_US = 5_000_000  # the monitor's rate window (tally.RATE_WINDOW_US)
@@ -140,6 +142,19 @@ class Terminal:
                 raise AssertionError(f"the screen never showed what was awaited:\n{screen}")
             time.sleep(0.2)
 
+    def wait_for_still(self, ready: Callable[[str], bool], timeout_s: float = 60.0) -> str:
+        """The screen once ``ready`` and unchanged over half a second: a loaded machine can
+        leave the view half redrawn (its new header over the last frame's rows) when read."""
+        deadline = time.monotonic() + timeout_s
+        screen = self.wait_for(ready, timeout_s)
+        while True:
+            time.sleep(0.5)
+            again = self.screen()
+            if again == screen and ready(again):
+                return again
+            assert time.monotonic() < deadline, f"the screen never held still:\n{again}"
+            screen = again
+
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], check=False, capture_output=True)
 
@@ -194,7 +209,7 @@ def _assert_counts_and_rates(screen: str, truth: Truth) -> None:
 
 def test_a_capture_played_faster_shows_true_rates_and_the_injected_losses(match: Truth) -> None:
     with terminal([*MONITOR, str(match.capture), "--speed", "15"]) as term:
-        screen = term.wait_for(lambda s: "capture ended" in s)
+        screen = term.wait_for_still(lambda s: "capture ended" in s)
         _assert_counts_and_rates(screen, match)
         assert "PAUSED" not in screen
         # the fields a row's newest frame changed are highlighted (yellow ground), old ones not
@@ -250,7 +265,7 @@ def test_pause_holds_the_capture_and_resumes_where_it_stopped(match: Truth) -> N
 def test_command_line_filters_select_rows_from_the_start(match: Truth) -> None:
     cmd = [*MONITOR, str(match.capture), "--speed", "30", "--node", "0", "--type", "clock_sync"]
     with terminal(cmd) as term:
-        screen = term.wait_for(lambda s: "capture ended" in s)
+        screen = term.wait_for_still(lambda s: "capture ended" in s)
         assert set(rows(screen)) == {("hub", "CLOCK_SYNC")}
         term.keys("q")
         term.wait_for(lambda s: "exit status 0" in s, 10)
@@ -299,15 +314,21 @@ def test_a_live_virtual_table_on_a_pty(tmp_path: Path) -> None:
 
 
 class PacedTally(LinkTally):
-    """A real tally that also notes when each chunk reached it (host clock) and at what time."""
+    """A real tally that also notes when each chunk reached it (host clock) and at what time,
+    and how long the player spent in it (what a loaded CPU makes the play fall behind by)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.fed: list[tuple[float, int, int]] = []  # (host s, source ns, bytes)
+        self.busy_s = 0.0
 
     def feed(self, data: bytes, now_ns: int) -> int:
-        self.fed.append((time.monotonic(), now_ns, len(data)))
-        return super().feed(data, now_ns)
+        start = time.monotonic()
+        self.fed.append((start, now_ns, len(data)))
+        try:
+            return super().feed(data, now_ns)
+        finally:
+            self.busy_s += time.monotonic() - start
 
 
 def _play(path: Path, speed: float) -> tuple[PacedTally, float]:
@@ -330,8 +351,10 @@ def test_without_rxt_a_capture_plays_at_the_pace_of_its_hub_stamps(match: Truth)
     )
     tally, elapsed = _play(match.capture, speed)
     assert sum(n for _, _, n in tally.fed) == match.capture.stat().st_size
-    # never ahead of the stamps; behind them only by what a shared CPU costs
-    assert span_s / speed * 0.97 <= elapsed <= span_s / speed * 1.5 + 0.5
+    # never ahead of the stamps; behind them only by the time the tally took (on a loaded
+    # machine, most of it waiting for a core) and one late wake-up: a wait that adds up
+    # (sleeping a chunk's step after feeding it, or a wrong speed) would be seconds behind
+    assert span_s / speed * 0.97 <= elapsed <= span_s / speed * 1.05 + tally.busy_s + 0.5
 
 
 def test_with_rxt_each_chunk_comes_when_it_was_recorded(match: Truth, tmp_path: Path) -> None:
@@ -353,7 +376,8 @@ def test_with_rxt_each_chunk_comes_when_it_was_recorded(match: Truth, tmp_path: 
     assert [ns for _, ns, _ in tally.fed] == rx["host_rx_ns"].tolist()  # the recorded time
     host = np.array([t for t, _, _ in tally.fed])
     late = (host - host[0]) - (rx["host_rx_ns"] - rx["host_rx_ns"][0]) / 1e9 / speed
-    assert -0.01 <= late.min() and late.max() < 0.3  # never early, never far behind
+    # never early; behind only by a wake-up and what the tally took (a loaded machine's wait)
+    assert -0.01 <= late.min() and late.max() < 0.3 + tally.busy_s
 
 
 @pytest.mark.parametrize(

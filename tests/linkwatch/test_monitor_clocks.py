@@ -81,7 +81,7 @@ def test_the_monitor_shows_a_cue_at_180_ppm_and_a_row_for_every_clock(
 ) -> None:
     capture, clocks = cue_180
     with terminal([*MONITOR, str(capture), "--speed", "30"]) as term:
-        screen = term.wait_for(lambda s: "capture ended" in s)
+        screen = term.wait_for_still(lambda s: "capture ended" in s)
         term.keys("q")
         term.wait_for(lambda s: "exit status 0" in s, 10)
     rows = {m[1]: m for m in DRIFT_ROW.finditer(screen.split("nodes (")[1])}

@@ -32,13 +32,32 @@ from firmware_host.live.engine import ColdStart, Compiled, FrameSniffer, heard_f
 from firmware_host.live.interpreted import TWINS
 from protocol.framing import encode_frame
 
+pytestmark = pytest.mark.wall_s(65)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 MAX_SILENCE_S = 5.0
 
 
 def test_a_first_start_is_never_silent_before_its_first_verdict(tmp_path: Path) -> None:
-    """The README's main job on an empty cache: progress at least every 5 s, then a verdict."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    """The README's main job on an empty cache: progress at least every 5 s, then a verdict.
+
+    A machine so busy that the process gets no core for seconds (it once took 11 s at load
+    26 to print its first line) is silent for the machine's sake: a start with a longer
+    silence is made again, on an empty cache of its own, up to three starts; a start that
+    compiles without a word is silent every time.  Everything else holds in every start."""
+    silences = []
+    for attempt in range(1, 4):
+        silence = _first_start_silence(tmp_path / f"start{attempt}")
+        if silence is None:
+            return
+        silences.append(silence)
+    raise AssertionError("\n\n".join(silences))
+
+
+def _first_start_silence(folder: Path) -> str | None:
+    """One first start; None, or its longest silence over MAX_SILENCE_S with what it said."""
+    folder.mkdir()
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(folder / "numba")}
     env.pop("NUMBA_DISABLE_JIT", None)
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -85,10 +104,10 @@ def test_a_first_start_is_never_silent_before_its_first_verdict(tmp_path: Path) 
     assert "once per install" in text, text
     times = [0.0] + [t for t, _ in err if t < verdict_at[0]] + [verdict_at[0]]
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert max(gaps) <= MAX_SILENCE_S, f"{max(gaps):.1f} s of silence:\n{text}"
     assert len(children) >= 3, "the virtual table, the interpreted worker and the warm-up"
     time.sleep(0.1)
     assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], "children left"
+    return None if max(gaps) <= MAX_SILENCE_S else f"{max(gaps):.1f} s of silence:\n{text}"
 
 
 # -- the switch to the compiled pipeline ---------------------------------------------------
@@ -379,8 +398,14 @@ def test_a_first_start_shows_the_match_and_the_frames_at_once_and_no_node_silent
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))  # run inherits it
     monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
-    daemon = Daemon("--scenario", "push")
-    browser = None
+    # Chromium first: on a busy machine its start took longer than the one-shot match
+    # (the page had closed when it asked: connection refused)
+    browser = chromium()
+    try:
+        daemon = Daemon("--scenario", "push")
+    except BaseException:
+        browser.quit()
+        raise
     try:
         url = daemon.wait_url()
         served = time.monotonic()
@@ -391,7 +416,6 @@ def test_a_first_start_shows_the_match_and_the_frames_at_once_and_no_node_silent
         }
         assert time.monotonic() - served < 1.0
         health = watch_health(url, lambda: bool(verdicts(daemon)))
-        browser = chromium()
         browser.get(url)
         state = browser.find_element(By.ID, "state")
         wait_for(lambda: state.text.startswith("frame 1, player "), 10, "the state")
@@ -409,8 +433,7 @@ def test_a_first_start_shows_the_match_and_the_frames_at_once_and_no_node_silent
         err = "".join(daemon.err)
         assert "plays its match at 1x" in err and "once per install" in err, err
     finally:
-        if browser is not None:
-            browser.quit()
+        browser.quit()
         daemon.close()  # SIGTERM: the warm-up goes too; nothing needs compiling here
 
 

@@ -12,7 +12,8 @@ import time
 import pytest
 from live_util import SPEED, referee_live
 
-from firmware_host.link.command_link import LinkHealth
+from firmware_host.link.acks import AckSniffer
+from firmware_host.link.command_link import ACK_TIMEOUT_NS, MAX_RETRIES, LinkHealth
 from firmware_host.live.daemon import Daemon
 from firmware_host.live.engine import Compiled
 from firmware_host.pipeline import replay
@@ -128,12 +129,49 @@ class FirstFeedLoads(Compiled):
         return super().feed(data, host_rx_ns)
 
 
-def warm_start(wire, plan_noack: bool = False) -> tuple[Daemon, list[str]]:
+class AckClock:
+    """When the REQUEST_HELLO first left and when the hub's first ACK was read off the port
+    (the reader thread's ``host_rx_ns``, before any thread of the daemon acted on it)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.sent_ns: int | None = None
+        self.ack_rx_ns: int | None = None
+        self._sniffer = AckSniffer()
+        link, transport = daemon._link._core, daemon._transport
+        transmit, on_chunk = link._transmit, transport._on_chunk
+
+        def sent(cmd, now_ns: int) -> None:
+            if cmd.name == "REQUEST_HELLO" and self.sent_ns is None:
+                self.sent_ns = now_ns
+            transmit(cmd, now_ns)
+
+        def read(chunk) -> None:
+            if self.ack_rx_ns is None and len(self._sniffer.feed(chunk.data)):
+                self.ack_rx_ns = chunk.host_rx_ns
+            on_chunk(chunk)
+
+        link._transmit, transport._on_chunk = sent, read
+
+    @property
+    def late(self) -> bool:
+        """The ACK reached this host after the link's whole allowance (four transmissions of
+        50 ms, ICD §5), or never: a machine too busy to run the hub's thread or the reader,
+        which the link rightly calls a failure; not the start-up race."""
+        allowance = (1 + MAX_RETRIES) * ACK_TIMEOUT_NS
+        return (
+            self.sent_ns is None
+            or self.ack_rx_ns is None
+            or (self.ack_rx_ns - self.sent_ns > allowance)
+        )
+
+
+def warm_start(wire, plan_noack: bool = False) -> tuple[Daemon, list[str], AckClock]:
     """One start against a table that is up: the hub boots on the host's first frame, as
     `run`'s virtual table does, and ACKs the REQUEST_HELLO at once."""
     hub = VirtualHub(wire, speed=SPEED, wait_for_host=True).start()
     engine = FirstFeedLoads()
     daemon = Daemon(hub.device, engine=engine)
+    clock = AckClock(daemon)
     stop = threading.Event()
     runner = threading.Thread(target=lambda: daemon.run(stop, abandon=stop))
     try:
@@ -149,24 +187,33 @@ def warm_start(wire, plan_noack: bool = False) -> tuple[Daemon, list[str]]:
         runner.join(10)
         hub.close()
     lamp = [p for p in problems(status, time.time()) if p.startswith("indicator")]
-    return daemon, [status["indicator"], *lamp]  # the nodes may not be heard from yet
+    return daemon, [status["indicator"], *lamp], clock  # the nodes may not be heard from yet
 
 
 def test_fifty_warm_starts_give_no_false_lamp_link_alarm_and_status_agrees_with_the_log(
     two_shots, caplog
 ):
     """Issue 24: the hub's ACK came 1.6 ms after the REQUEST_HELLO but waited behind the
-    pipeline thread's first feed, so the link was declared failed on most warm starts."""
+    pipeline thread's first feed, so the link was declared failed on most warm starts.
+
+    A start whose ACK reached the port later than the link's 200 ms (a machine so loaded
+    that the hub's thread or the reader did not run) measures the load, not the race: it
+    is started again, up to 25 times in all; the race fails every start, late or not."""
     wire = build_wire(two_shots, HubConfig(seed=3))
     replay(b"".join(wire.chunks[:50]))  # the kernels loaded once, here (not thread-safe)
-    alarms = []
+    alarms, late, measured = [], 0, 0
     with caplog.at_level(logging.INFO, logger="firmware_host"):
-        for start in range(50):
+        while measured < 50:
             caplog.clear()
-            daemon, said = warm_start(wire)
+            daemon, said, clock = warm_start(wire)
+            if clock.late:
+                late += 1
+                assert late <= 25, f"{late} starts' ACKs reached the port over 200 ms late"
+                continue
+            measured += 1
             logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
             if said != ["ok"] or logged or not daemon.indicator_ok:
-                alarms.append((start, said, logged))
+                alarms.append((measured, said, logged))
             assert daemon._link.stats.acked >= 1, "the REQUEST_HELLO was never acknowledged"
     assert alarms == []
 
@@ -175,7 +222,7 @@ def test_a_hub_that_never_acks_is_one_line_in_the_log_and_the_same_words_in_stat
     deaf = FaultPlan(no_ack=((-10.0, 600.0),))  # from before the hub's boot (its lead-in)
     wire = build_wire(scenarios.SCENARIOS["double_hit"](), HubConfig(seed=3, faults=deaf))
     with caplog.at_level(logging.INFO, logger="firmware_host"):
-        _, said = warm_start(wire)
+        _, said, _ = warm_start(wire)
     logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     problem = "indicator link failed: no ACK for REQUEST_HELLO seq 0 after 3 resends"
     assert logged == [problem]

@@ -18,6 +18,8 @@ from club_util import good_state, publisher, running_broker, send, verdict_line,
 from firmware_host.mqtt.club import Club
 from firmware_host.mqtt.topics import broker_url
 
+pytestmark = pytest.mark.wall_s(80)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 DEEP = 100_000  # the depth: json.loads raises RecursionError, not ValueError
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +50,18 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
     events: int = 0
     verdicts: int = 0
+
+
+#: numba's cache for the bounds-checked kernels (they must not be mixed with the fast ones)
+BOUNDS_CHECKED_CACHE = Path(tempfile.gettempdir()) / "firmware-host-numba-boundscheck"
+#: flock'd by a process compiling into that cache for others to wait on (the suite's warm-up)
+COMPILING_LOCK = BOUNDS_CHECKED_CACHE / "compiling.lock"
+
+
+def bounds_checked_env() -> dict[str, str]:
+    """The environment of a fuzzing process: numba's bounds checks on, their own cache."""
+    cache = str(BOUNDS_CHECKED_CACHE)
+    return {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": cache}
 
 
 def base_captures(minutes: float = 0.4) -> list[bytes]:
@@ -145,9 +160,17 @@ def main(argv: list[str] | None = None) -> int:
         help="number of the first run (--runs 1 --first N: run N alone)",
     )
     parser.add_argument("--minutes", type=float, default=0.4, help="length of each base capture")
+    parser.add_argument(
+        "--base",
+        action="append",
+        type=Path,
+        metavar="CAPTURE",
+        help="a capture to mutate instead of the built-in matches (repeat it for more); "
+        "the virtual table's physics is then never compiled here (with bounds checks: a minute)",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
-    bases = base_captures(args.minutes)
+    bases = [path.read_bytes() for path in args.base] if args.base else base_captures(args.minutes)
     failed = diverged = 0
     last = time.monotonic()
     for outcome in runs(bases, args.runs, args.seed, args.first):

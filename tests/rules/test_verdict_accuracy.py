@@ -42,6 +42,8 @@ from hil_tests.accuracy import (
     rows,
 )
 
+pytestmark = pytest.mark.wall_s(45)  # alone, on an idle core: run first (conftest.py)
+
 SEED_RANGE = range(1000)
 N_SEEDS = 6
 MINUTES = 5.0

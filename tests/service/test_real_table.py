@@ -33,6 +33,8 @@ from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 
+pytestmark = pytest.mark.wall_s(45)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 FH = [sys.executable, "-m", "firmware_host"]
 A_PORT = '[link]\nport = "/dev/ttyUSB0"\n'

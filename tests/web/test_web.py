@@ -15,6 +15,8 @@ import pytest
 from proc_util import doc_picture
 from web_util import Daemon, chromium, wait_for
 
+pytestmark = pytest.mark.wall_s(130)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -211,6 +213,7 @@ class Listener(threading.Thread):
 
 
 SLACK = 1.5  # what pages may add to a busy machine's own lag before it counts as their cost
+ATTEMPTS = 2  # pairs of matches (with pages, alone) a busy machine gets
 
 
 def _release_lag(summary: str) -> tuple[float, float]:
@@ -241,20 +244,25 @@ def test_twenty_pages_do_not_delay_the_refereeing():
 
     A machine busy with other work can miss the live bound with no page at all; then the
     same match is played again without pages, and the pages may not add more than SLACK
-    to what the machine's own lag was then.
+    to what the machine's own lag was then.  A busy machine's lag comes and goes (a match
+    has about 70 events, so its p99 is one late event): a pair that misses both is played
+    again, up to ATTEMPTS times; pages that do cost the refereeing miss every time.
     """
-    daemon, pages = _match_with_pages(20)
-    summary = next(line for line in daemon.err if "end of match" in line)
-    p99, most = _release_lag(summary)
-    bound_p99, bound_max = 50.0, 100.0  # a tick and a read at worst beside the kernels' 46 ms
-    if p99 > bound_p99 or most > bound_max:  # a busy machine? the same match alone, now
+    measured = []
+    for _ in range(ATTEMPTS):
+        daemon, pages = _match_with_pages(20)
+        printed = [v for v in daemon.lines if v.get("kind") == "verdict"]
+        assert printed
+        for page in pages:
+            page.join(10)
+            assert page.verdicts == printed
+        summary = next(line for line in daemon.err if "end of match" in line)
+        p99, most = _release_lag(summary)
+        bound_p99, bound_max = 50.0, 100.0  # a tick and a read at worst beside the kernels' 46 ms
+        if p99 <= bound_p99 and most <= bound_max:
+            return
         alone = _release_lag(next(ln for ln in _match_with_pages(0)[0].err if "end of match" in ln))
-        print(f"\nwith 20 pages: {summary}alone: p99 {alone[0]} ms, max {alone[1]} ms")
-        bound_p99, bound_max = max(bound_p99, SLACK * alone[0]), max(bound_max, SLACK * alone[1])
-    assert p99 <= bound_p99, summary
-    assert most <= bound_max, summary
-    printed = [v for v in daemon.lines if v.get("kind") == "verdict"]
-    assert printed
-    for page in pages:
-        page.join(10)
-        assert page.verdicts == printed
+        measured.append(f"with 20 pages: {summary}alone: p99 {alone[0]} ms, max {alone[1]} ms")
+        if p99 <= SLACK * alone[0] and most <= SLACK * alone[1]:  # a busy machine's own lag
+            return
+    raise AssertionError("\n".join(measured))
