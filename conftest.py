@@ -79,7 +79,7 @@ def _compile_bounds_checked(config: pytest.Config) -> None:
     script = fuzz_test.with_name("fuzz.py")  # a harness of the tests, beside the test
     spec = importlib.util.spec_from_file_location("fuzz", script)
     assert spec is not None and spec.loader is not None
-    fuzz = importlib.util.module_from_spec(spec)
+    fuzz = sys.modules["fuzz"] = importlib.util.module_from_spec(spec)  # as the test imports it
     spec.loader.exec_module(fuzz)
     argv = [str(script), "--runs", "6"]
     for kind in CORPUS_BASES:  # every sensor set, as the test's own bases
