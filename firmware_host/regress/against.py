@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .corpus import Recording, filesystem
-from .replaying import VERDICT_KEYS, WINDOW, local_part
+from .replaying import VERDICT_KEYS, WINDOW, events_json, local_part
 
 Line = dict[str, Any]
 READY = ".firmware-host-ready"  # written last: a venv without it is half-built
@@ -117,7 +117,7 @@ def _build(commit: str, venv: Path, say: Callable[[str], None]) -> None:
     (venv / READY).write_text(commit + "\n")
 
 
-def replay_elsewhere(recording: Recording, python: str) -> tuple[list[Line], dict[int, list[Line]]]:
+def replay_elsewhere(recording: Recording, python: str) -> tuple[list[Line], dict[int, str]]:
     """The baseline's final verdict lines and each shot's events for ``recording``."""
     with tempfile.TemporaryDirectory() as tmp:
         capture = _one_capture(recording, Path(tmp))
@@ -138,7 +138,7 @@ def replay_elsewhere(recording: Recording, python: str) -> tuple[list[Line], dic
             lines.append({k: item.get(k) for k in VERDICT_KEYS})
         elif "type" in item and item.get("shot") is not None:
             shots.setdefault(int(item["shot"]), []).append(item)
-    return lines, shots
+    return lines, {shot: events_json(events) for shot, events in shots.items()}
 
 
 def _one_capture(recording: Recording, tmp: Path) -> str:

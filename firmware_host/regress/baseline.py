@@ -29,7 +29,7 @@ from .corpus import Recording, filesystem
 from .results import batch_files, footers
 
 Line = dict[str, Any]
-Shots = dict[int, list[Line]]
+Shots = dict[int, str]  # each shot's events as a JSON array, as the rows keep them
 EXPECT_SUFFIX = ".expect.json"
 RUN_COLUMNS = ("recording", "shot", "t_us", "verdict", "rules", "clause", "reason", "events")
 
@@ -100,7 +100,7 @@ class EarlierRun:
             lines, shots = found[row["recording"]]
             lines.append(line)
             if row["events"] and row["shot"] is not None:
-                shots[row["shot"]] = json.loads(row["events"])
+                shots[row["shot"]] = row["events"]  # as it is: only a changed shot's is drawn
         return dict(found)
 
 

@@ -25,11 +25,18 @@ from distributed import Client, LocalCluster, WorkerPlugin
 
 PACKAGES = ("firmware_host", "protocol", "rules")  # what decides a verdict
 WAIT_FOR_WORKERS_S = 120  # a scheduler with no worker yet: how long to wait for the first
-#: Dask's samplers of the worker's own thread (a stack every 10 ms, the GIL every 1 ms) cost the
-#: pipeline, which holds the GIL, CPU for diagnostics no one reads here (bench/regress.py)
+#: A worker's event loop wakes up for its own diagnostics: a stack sample every 10 ms, a GIL poll
+#: every 1 ms, an event-loop health tick every 20 ms, its memory every 100 ms, the system's every
+#: 500 ms.  Each wake-up takes the GIL from the task (the pipeline holds it nearly always), and on
+#: a busy machine the loop's thread may wait for a core while holding it: the task stalls with
+#: it.  Off, or a second apart, for the workers this run starts (bench/regress.py; a `dask worker`
+#: started by hand reads the same keys from its own config, docs/regress.md).
 QUIET_WORKERS = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
 }
 
 

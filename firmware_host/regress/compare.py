@@ -14,7 +14,6 @@ to look at before an upgrade.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hil_tests.verdicts import compare
@@ -55,16 +54,16 @@ def kind(before: Line | None, after: Line | None) -> str:
 def rows_of(
     recording: str,
     lines: list[tuple[str, Line]],
-    shots: dict[int, list[Line]],
+    shots: dict[int, str],
     baseline: list[Line] | None,
-    baseline_shots: dict[int, list[Line]] | None = None,
+    baseline_shots: dict[int, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The Parquet rows of one recording.
 
     ``lines``: (part, final verdict line) in stream order; ``shots``: each
-    shot's events.  ``baseline``: its verdict lines (``None``: no baseline
-    for this recording, so nothing can be called a change);
-    ``baseline_shots``: its events, where the baseline has them.
+    shot's events as a JSON array (written as they are).  ``baseline``: its
+    verdict lines (``None``: no baseline for this recording, so nothing can
+    be called a change); ``baseline_shots``: its events, where it has them.
     """
     got = [line | {"kind": "verdict", "part": part} for part, line in lines]
     rows = []
@@ -101,9 +100,8 @@ def _verdict(prefix: str, line: Line | None) -> dict[str, Any]:
     }
 
 
-def _events(shots: dict[int, list[Line]], shot: int | None) -> str | None:
-    events = shots.get(shot) if shot is not None else None
-    return json.dumps(events, separators=(",", ":")) if events else None
+def _events(shots: dict[int, str], shot: int | None) -> str | None:
+    return shots.get(shot) if shot is not None else None
 
 
 def line_of(row: dict[str, Any], prefix: str = "") -> Line | None:

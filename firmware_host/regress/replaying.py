@@ -12,13 +12,20 @@ its :class:`~firmware_host.pipeline.Pipeline` goes to the next part's task
 restarted daemon finishes it (``service/resume.py``).
 
 What comes back is small: the final verdict lines and each shot's events
-(for its picture), not the frames.
+(for its picture), not the frames.  The events go back as text, each
+shot's as the JSON array its Parquet row keeps (:func:`events_json`),
+encoded here on the worker: a list of dicts would be pickled here,
+unpickled by the client and encoded there after all.  Small per capture
+(about 1 % of its replay), but paid in the one process every worker
+reports to, so it would grow with the cluster (docs/regress.md).
 
 >>> result, carry = replay_part(Job("rec", 0, Part("a.bin", 10), True), RulesConfig())  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import gc
+import json
 import tempfile
 import time
 from collections.abc import Iterator
@@ -40,6 +47,17 @@ Line = dict[str, Any]
 Press = tuple[int, str, int]
 
 
+def events_json(events: list[Line]) -> str:
+    """A shot's events as its row keeps them: one compact JSON array."""
+    return json.dumps(events, separators=(",", ":"))
+
+
+def join_events(texts: list[str]) -> str:
+    """One JSON array of the events of arrays ``texts`` (a shot the rotation cut in two), in
+    order, without decoding them."""
+    return texts[0] if len(texts) == 1 else "[" + ",".join(t[1:-1] for t in texts) + "]"
+
+
 @dataclass(frozen=True)
 class Job:
     """One task: a part of a recording, and whether it ends the recording (then flushed)."""
@@ -59,7 +77,7 @@ class PartResult:
     url: str
     bytes: int
     lines: list[Line] = field(default_factory=list)  # final verdicts (early announcements left out)
-    shots: dict[int, list[Line]] = field(default_factory=dict)  # each shot's events, in order
+    shots: dict[int, str] = field(default_factory=dict)  # each shot's events (events_json)
     table_s: float = 0.0  # hub time the part covered: the table time replayed
     cpu_s: float = 0.0  # this thread's CPU time for the replay
     frames: int = 0
@@ -124,8 +142,30 @@ def replay_part(
     """Replay ``job``'s part, continuing ``carry`` (the previous part's pipeline) if given.
 
     Returns the result and, unless the part is its recording's last, the
-    pipeline for the next part.
+    pipeline for the next part.  Replayed without the cyclic garbage
+    collector, as ``firmware-host replay`` runs (``no_cycle_collection``):
+    what the pipeline makes is acyclic, and in a worker holding numba's
+    kernels and Dask every full collection walks all of them again.
     """
+    with _no_cycle_collection():
+        return _replay_part(job, rules, carry)
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The collector off for a task, back as it was after (the worker lives on)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _replay_part(
+    job: Job, rules: RulesConfig, carry: Pipeline | None
+) -> tuple[PartResult, Pipeline | None]:
     started = time.thread_time()
     pipe = carry or Pipeline(rules)
     result = PartResult(job.recording, job.index, job.part.url, job.part.size)
@@ -133,12 +173,14 @@ def replay_part(
     before = pipe.decoder.stats()  # a carried pipeline counts from its recording's start
     fs, path = filesystem(job.part.url)
     presses = read_presses(job.part.url)
+    shots: dict[int, list[Line]] = {}
     with fs.open(path, "rb") as source:
         for data, mine, last_window in windows(source, presses):
             step = replay(data, pipe=pipe, presses=mine, flush=job.last and last_window)
-            _collect(result, step.events, step.lines)
+            _collect(result, shots, step.events, step.lines)
             if hub_start is None:
                 hub_start = pipe.events.timeline.hub_now
+    result.shots = {shot: events_json(events) for shot, events in shots.items()}
     stats = pipe.decoder.stats()
     result.frames = stats.frames - before.frames
     result.bad_frames = sum(stats.bad.values()) - sum(before.bad.values())
@@ -147,10 +189,12 @@ def replay_part(
     return result, (None if job.last else pipe)
 
 
-def _collect(result: PartResult, events: list[Line], lines: list[Line]) -> None:
+def _collect(
+    result: PartResult, shots: dict[int, list[Line]], events: list[Line], lines: list[Line]
+) -> None:
     for ev in events:
         if ev.get("shot") is not None:
-            result.shots.setdefault(int(ev["shot"]), []).append(ev)
+            shots.setdefault(int(ev["shot"]), []).append(ev)
     result.lines += [
         {k: line.get(k) for k in VERDICT_KEYS}
         for line in lines

@@ -31,14 +31,14 @@ from .baseline import BaselineError
 from .compare import rows_of
 from .corpus import Recording
 from .progress import Progress
-from .replaying import Job, PartResult, replay_part
+from .replaying import Job, PartResult, join_events, replay_part
 from .results import ResultWriter
 
 RETRIES = 2
 IN_FLIGHT_PER_THREAD = 4
 
 Line = dict[str, Any]
-Shots = dict[int, list[Line]]
+Shots = dict[int, str]  # each shot's events as a JSON array
 StoredBaseline = Callable[[Recording], tuple[list[Line] | None, Shots]]
 
 
@@ -165,10 +165,11 @@ class _Runner:
             return
         parts = [flight.parts[i] for i in range(len(rec.parts))]
         lines = [(p.url, line) for p in parts for line in p.lines]
-        shots: Shots = {}
+        texts: dict[int, list[str]] = {}
         for p in parts:  # a shot the rotation cut in two: its events from both parts
             for shot, events in p.shots.items():
-                shots.setdefault(shot, []).extend(events)
+                texts.setdefault(shot, []).append(events)
+        shots = {shot: join_events(events) for shot, events in texts.items()}
         baseline: list[Line] | None
         if flight.baseline is not None:
             baseline, baseline_shots = flight.baseline

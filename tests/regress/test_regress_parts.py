@@ -8,6 +8,7 @@ replay of the whole stream, the referee's presses (``.tx``) included.
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from firmware_host.pipeline import REPLAY_CHUNK, replay
 from firmware_host.regress import replaying
 from firmware_host.regress.compare import kind, rows_of
 from firmware_host.regress.corpus import CorpusError, find_recordings
-from firmware_host.regress.replaying import Job, replay_part
+from firmware_host.regress.replaying import Job, join_events, replay_part
 from rules import RulesConfig
 
 MINUTES = "1.5"
@@ -78,7 +79,7 @@ def test_rotated_parts_chained_through_pickles_equal_one_replay(
         carry = pickle.loads(pickle.dumps(carry))  # as Dask hands it to another worker
         lines += result.lines
         for shot, events in result.shots.items():
-            shots.setdefault(shot, []).extend(events)
+            shots.setdefault(shot, []).append(events)
     final = [
         {k: v.get(k) for k in replaying.VERDICT_KEYS}
         for v in expected.lines
@@ -86,7 +87,7 @@ def test_rotated_parts_chained_through_pickles_equal_one_replay(
     ]
     assert any(line["rules"] == ["15"] for line in final)  # the press was judged
     assert lines == final
-    assert shots == {
+    assert {shot: json.loads(join_events(texts)) for shot, texts in shots.items()} == {
         n: [e for e in expected.events if e.get("shot") == n]
         for n in {e["shot"] for e in expected.events if e.get("shot") is not None}
     }
