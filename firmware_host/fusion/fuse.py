@@ -98,6 +98,7 @@ from .state import (
 )
 from .tracker import (
     ATTRIBUTION_LIMIT_MM,
+    alive,
     any_moving,
     average_rest,
     carried,
@@ -136,9 +137,17 @@ def fuse(state: FusionState, store, synthetic, index, tracks, upto, out: Out):
         row = store[r] if r < n_store else synthetic[r - n_store]
         hub_t = row[C_HUB]
         mtype = row[C_TYPE]
-        _armed_timers(state, out, hub_t)
+        # the timers cannot change whether the tracker is alive: taken once, before them
+        tracked = alive(state.stream.state, state.tracker.state)
+        if (
+            (state.shot.state[IN_SHOT] and not tracked)
+            or state.contacts.state[CONTACTS_HELD]
+            or state.motion.state[MOVED_WAITING]
+            or state.contacts.state[CLICKS_HELD]
+            or state.cushions.state[HITS_HELD]
+        ):
+            _armed_timers(state, out, hub_t, tracked)
         state.stream.state[NOW] = max(state.stream.state[NOW], hub_t)
-        tracked = tracker_alive(state.stream, state.tracker)
         if mtype == T_TRACK:
             if tracker_up(state.stream):
                 track_frame(state, out, row, tracks)
@@ -179,11 +188,15 @@ def fuse(state: FusionState, store, synthetic, index, tracks, upto, out: Out):
     return safe_time(state)
 
 
-@njit(cache=True, inline="always")
-def _armed_timers(state: FusionState, out: Out, now) -> None:
+@njit(cache=True)
+def _armed_timers(state: FusionState, out: Out, now, tracked) -> None:
     """The timers armed before a row at hub time ``now`` fire; each is called only when
-    armed (a call passing the state costs per row)."""
-    if state.shot.state[IN_SHOT]:
+    armed.  :func:`fuse` calls this only when one is: a step given the state counts a
+    reference to each of its forty arrays as it starts and ends: done for every row (and
+    ``quiet_end`` for every row of a shot) that was 7 % of the timeline's and the fusion's
+    CPU on a busy table (docs/speed.md).  A shot ends by
+    :func:`.shots.quiet_end` only without a live tracker (``tracked``)."""
+    if state.shot.state[IN_SHOT] and not tracked:
         quiet_end(state, out, now)
     if state.contacts.state[CONTACTS_HELD]:
         release_derived(state.params, state.contacts, state.motion, state.shot, out, now)

@@ -76,6 +76,21 @@ def _inverse3(matrix: np.ndarray, out: np.ndarray) -> bool:
     return True
 
 
+@njit(cache=True, inline="always")
+def _drop_inactive(a: np.ndarray, r: np.ndarray, active: np.ndarray) -> None:
+    """The normal equations (``a``, ``r``) without the inactive terms: their rows and
+    columns 0, their diagonal 1 (so ``a`` stays invertible and their coefficient 0)."""
+    for j in range(3):
+        if not active[j]:
+            r[j] = 0.0
+            for m in range(3):
+                a[j, m] = 0.0
+                a[m, j] = 0.0
+    for j in range(3):
+        if not active[j]:
+            a[j, j] = 1.0
+
+
 @njit(cache=True)
 def fit_apex(
     tau: np.ndarray,
@@ -91,29 +106,42 @@ def fit_apex(
     unless ``free_h``.  Writes ``out[FT_*]``: the residual sum of squares, h, a_in, a_out
     (mm/ms) and their standard errors (σ 0.7 mm a frame), and the frames before and after
     the apex.  ``work``: (3, 3, 3) float scratch, so the caller's grid of fits allocates
-    nothing per fit."""
+    nothing per fit.
+
+    The sums of the normal equations are taken in one pass over the frames, before the
+    fits: a refit without a slope uses the others' sums as they are (each sum is the same
+    additions in the same order whichever terms are active, so the same bits as a pass
+    over the active terms only).  This is the soft-touch watch's inner loop: up to 160
+    fits per watched ball per tracker frame.
+    """
     a, inv = work[0], work[1]
-    r, beta, x = work[2, 0], work[2, 1], work[2, 2]
-    active = np.array([free_h, True, True])
+    r, beta, active = work[2, 0], work[2, 1], work[2, 2]
+    # per frame x = (1, max(apex - tau, 0), max(tau - apex, 0)); x0 * v is v exactly
+    n = s_in = s_out = s_in_in = s_in_out = s_out_out = 0.0
+    g_h = g_in = g_out = 0.0
+    for i in range(count):
+        x_in = max(apex_ms - tau[i], 0.0)
+        x_out = max(tau[i] - apex_ms, 0.0)
+        g_h += gap[i]
+        g_in += x_in * gap[i]
+        g_out += x_out * gap[i]
+        n += 1.0
+        s_in += x_in
+        s_out += x_out
+        s_in_in += x_in * x_in
+        s_in_out += x_in * x_out
+        s_out_out += x_out * x_out
+    active[0] = 1.0 if free_h else 0.0
+    active[1] = 1.0
+    active[2] = 1.0
     out[FT_SSR] = np.inf
     settled = False
     for _ in range(3):
-        a[:, :] = 0.0
-        r[:] = 0.0
-        for i in range(count):
-            x[0] = 1.0
-            x[1] = max(apex_ms - tau[i], 0.0)
-            x[2] = max(tau[i] - apex_ms, 0.0)
-            for j in range(3):
-                if not active[j]:
-                    continue
-                r[j] += x[j] * gap[i]
-                for m in range(3):
-                    if active[m]:
-                        a[j, m] += x[j] * x[m]
-        for j in range(3):
-            if not active[j]:
-                a[j, j] = 1.0
+        a[0, 0], a[0, 1], a[0, 2] = n, s_in, s_out
+        a[1, 0], a[1, 1], a[1, 2] = s_in, s_in_in, s_in_out
+        a[2, 0], a[2, 1], a[2, 2] = s_out, s_in_out, s_out_out
+        r[0], r[1], r[2] = g_h, g_in, g_out
+        _drop_inactive(a, r, active)
         if not _inverse3(a, inv):
             return
         for j in range(3):
@@ -125,7 +153,7 @@ def fit_apex(
         if worst < 0:
             settled = True
             break
-        active[worst] = False
+        active[worst] = 0.0
     if not settled:
         return
     ssr = 0.0

@@ -65,6 +65,16 @@ def tracker_alive(stream: Stream, tracker: Tracker) -> bool:
     return tracker_up(stream) and tracker.state[FRAMES_SEEN] > 0
 
 
+@njit(cache=True, inline="always")
+def alive(stream_state, tracker_state) -> bool:
+    """:func:`tracker_alive` from the two arrays it reads (``Stream.state``,
+    ``Tracker.state``): a step given the NamedTuples binds, and counts a reference to,
+    every array in them, which per row of the fusion's driver cost more than the test."""
+    present = (stream_state[NODES_PRESENT] >> TRACKER) & 1
+    down = (stream_state[NODES_DOWN] >> TRACKER) & 1
+    return present != 0 and down == 0 and tracker_state[FRAMES_SEEN] > 0
+
+
 @njit(cache=True)
 def step_us(tracker: Tracker, hit_t, shot: Shot, newest, before, ball):
     """µs of motion behind ``ball``'s step from frame ``before`` to frame ``newest``.
