@@ -1,0 +1,87 @@
+"""Issue 28: what a burst of contacts and a frozen cluster leave the tracker to read, each case
+beside its negative twin.
+
+Hand-built as in tests/test_fusion_edges.py (the same :class:`Story`): balls move along
+straight pieces, the tracker films them at 120 Hz with its datasheet noise.  A real rack
+passes the break's impulse through balls that touch within the contact time (0.2 ms), far
+below a frame: the balls in its middle hand nearly all of it on and never show as moving,
+while a ball at its back flies off with no mover anywhere near it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_fusion_edges import FULL, NO_ACOUSTIC, Path, Story, of, unit, verdicts
+
+from protocol.geometry import DEFAULT_TABLE
+from rules.rack import rack_positions
+
+L, D = DEFAULT_TABLE.length_mm, DEFAULT_TABLE.ball_mm
+R = D / 2
+T0 = 1_000_000.0  # the tip contact
+RACK = {b + 1: xy for b, xy in enumerate(rack_positions(15, DEFAULT_TABLE))}
+
+
+def to_the_back_cushion(ball: int, slope: float, v: float, t: float) -> tuple[Path, float, float]:
+    """``ball`` leaving its rack place at ``t`` along (1, slope) at v (mm/µs) to cushion 3
+    (x = L), back 100 mm from it: its path, when it hits, where along the cushion."""
+    x, y = RACK[ball]
+    u = unit(1.0, slope)
+    run = (L - R - x) / u[0]
+    at = (L - R, y + run * u[1])
+    hit = t + run / v
+    back = (at[0] - 100 * u[0], at[1] + 100 * u[1])
+    return Path((t, x, y), (hit, *at), (hit + 100 / (0.3 * v), *back)), hit, at[1]
+
+
+def rack_break(nodes: int = FULL, *, hand_on: int | None = None) -> Story:
+    """The coloured ball full into a touching rack at 6 m/s.  The impulse runs through the
+    rack in 0.6 ms; balls 11, 13 and 15 leave its back row for cushion 3 and every other
+    rack ball stays where it was (ball 13's neighbours 8, 9, 12 and 14 never move): 12.1(2).
+    ``hand_on``: 300 ms later, with the three still rolling far off, a hand moves that rack
+    ball 60 mm (item 17).
+    """
+    v = 6e-3
+    p0 = (700.0, RACK[1][1])
+    touch = (RACK[1][0] - D, RACK[1][1])
+    tc = T0 + (touch[0] - p0[0]) / v
+    burst = tc + 600
+    balls: dict[int, Path] = {0: Path((T0, *p0), (tc, *touch))}
+    balls |= {b: Path((0.0, *xy)) for b, xy in RACK.items()}
+    story = Story(nodes)
+    last = tc
+    for ball, slope, speed in ((11, -0.3, 2.8e-3), (13, 0.0, 3e-3), (15, 0.3, 3.2e-3)):
+        balls[ball], hit, y = to_the_back_cushion(ball, slope, speed, burst)
+        story.report(hit + 40, "CUSHION_HIT", cushion=3, pos_mm=round(y), amplitude=1500)
+        last = max(last, hit)
+    if hand_on is not None:
+        x, y = RACK[hand_on]
+        balls[hand_on] = Path((tc + 300_000, x, y), (tc + 500_000, x, y - 60))
+    story.film(balls, 300_000, last + 1_500_000)
+    story.report(T0 + 4, "CUE_CONTACT", duration_us=1200, peak_force_dn=600)
+    if nodes >> 6 & 1:
+        # the burst's clicks, along the chains the impulse ran through
+        chain = ((0, 1), (1, 2), (1, 3), (2, 5), (3, 5), (5, 8), (5, 9), (8, 13), (9, 13))
+        chain += ((2, 4), (4, 7), (7, 11), (3, 6), (6, 10), (10, 15))
+        for i, (a, b) in enumerate(chain):
+            story.click(tc + 40 * i, balls[a](tc)[:2], RACK[b])
+    return story
+
+
+@pytest.mark.parametrize("nodes", [FULL, NO_ACOUSTIC], ids=["clicks", "no-acoustic"])
+def test_a_break_through_a_touching_rack_is_decided_with_no_ball_moved(nodes):
+    """Issue 28.1: ball 13 left the rack's back with no mover near it, its neighbours at rest
+    in every frame; it touched them and they the apex the coloured ball struck: it was moved
+    by that contact, and the break is legal 12.1(2), not ``referee`` on 17."""
+    events = rack_break(nodes).events()
+    assert not of(events, "ball_moved")
+    assert [e["cue_ball"] for e in of(events, "shot_start")] == [0]
+    assert verdicts(events) == [(1, "legal", [], "12.1(2)")]
+
+
+@pytest.mark.parametrize("nodes", [FULL, NO_ACOUSTIC], ids=["clicks", "no-acoustic"])
+def test_twin_a_hand_moving_a_rack_ball_during_the_break_is_still_17(nodes):
+    events = rack_break(nodes, hand_on=7).events()
+    assert [e["ball"] for e in of(events, "ball_moved")] == [7]
+    assert [v[:3] for v in verdicts(events)] == [(1, "foul", ["17"])]
+
