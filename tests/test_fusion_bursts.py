@@ -10,6 +10,8 @@ while a ball at its back flies off with no mover anywhere near it.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from test_fusion_edges import FULL, NO_ACOUSTIC, Path, Story, of, unit, verdicts
 
@@ -85,3 +87,64 @@ def test_twin_a_hand_moving_a_rack_ball_during_the_break_is_still_17(nodes):
     assert [e["ball"] for e in of(events, "ball_moved")] == [7]
     assert [v[:3] for v in verdicts(events)] == [(1, "foul", ["17"])]
 
+
+# ---------------------------------------------------------------- a frozen cluster's struck ball
+
+
+def frozen_cluster(off_deg: float) -> Story:
+    """The cue ball rests 0.02 mm from ball 8, which touches ball 5 at its side, and ball 5
+    touches ball 4 (the cue ball runs forward past 8's place: a ball there, at 8's other side
+    or between 5 and the cue ball, would stop it); the stroke is ``off_deg`` off the 0 -> 8
+    line of centres, away from 5,
+    at 2 m/s with follow.  Ball 8 leaves along that line (cos ``off_deg`` of the speed) into
+    pocket 3; the cue ball keeps the rest sideways, then its follow turns it forward: 159 mm
+    along the line in all.  Frames are exposed 1.7 ms after the contact: the first shows
+    ball 8 3 mm on and the cue ball 1.3 mm at 22.7°, within the tracker's noise of still."""
+    v = 2e-3
+    n = unit(1.0, 1.0)
+    side = (-n[1], n[0])
+    p8 = (L - 500.0, DEFAULT_TABLE.width_mm - 500.0)
+
+    def from8(forward: float, sideways: float) -> tuple[float, float]:
+        return (
+            p8[0] + forward * n[0] + sideways * side[0],
+            p8[1] + forward * n[1] + sideways * side[1],
+        )
+
+    p0 = from8(-(D + 0.02), 0.0)
+    cos, sin = math.cos(math.radians(off_deg)), math.sin(math.radians(off_deg))
+    balls = {5: Path((0.0, *from8(0.0, D))), 4: Path((0.0, *from8(D / 2, D + D * 0.866)))}
+    run = math.hypot(L - p8[0], DEFAULT_TABLE.width_mm - p8[1]) - 40
+    t_pot = T0 + run / (v * cos)
+    balls[8] = Path((T0, *p8), (t_pot, *from8(run, 0.0)), gone=t_pot)
+    drift = v * sin * 20_000  # sideways in the 20 ms before the follow takes hold
+    balls[0] = Path(
+        (T0, *p0),
+        (T0 + 20_000, *from8(5.0 - D, -drift)),
+        (T0 + 150_000, *from8(159.0 - D, -drift - 40 * sin)),
+    )
+    story = Story()
+    story.film(balls, 300_000, t_pot + 1_500_000, at=T0 + 1_700)
+    story.report(T0 + 4, "CUE_CONTACT", duration_us=1200, peak_force_dn=300)
+    story.click(T0 + 12, p0, p8)
+    story.report(t_pot + 70, "POCKET_DROP", pocket=3, colour=0, beam_us=35_000)
+    return story
+
+
+@pytest.mark.parametrize(
+    ("off_deg", "verdict"),
+    [
+        (22.7, (1, "foul", ["19.2"], None)),  # under 45° and the cue ball went on: 19.2
+        (60.0, (1, "legal", [], "20(1)")),  # 19.2(1): at least 45° off the line of centres
+    ],
+)
+def test_the_struck_ball_of_a_frozen_cluster_is_the_one_whose_push_the_tracker_shows(
+    off_deg, verdict
+):
+    """Issue 28.2: ball 8 left along the 0 -> 8 line, away from the cue ball touching it: the
+    tip cannot have struck it there (the cue would pass through ball 0), so ball 0 was struck
+    and 19.2 is judged on it; ``shot_start`` said ball 8 and the shot went legal."""
+    events = frozen_cluster(off_deg).events()
+    assert [e["cue_ball"] for e in of(events, "shot_start")] == [0]
+    assert of(events, "ball_contact")[0]["balls"] == [0, 8]
+    assert verdicts(events) == [verdict]
