@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_fusion_edges import FULL, NO_ACOUSTIC, Path, Story, of, unit, verdicts
+from test_fusion_edges import FULL, MINIMUM, NO_ACOUSTIC, Path, Story, of, unit, verdicts
 
 from protocol.geometry import DEFAULT_TABLE
 from rules.rack import rack_positions
@@ -86,6 +86,35 @@ def test_twin_a_hand_moving_a_rack_ball_during_the_break_is_still_17(nodes):
     events = rack_break(nodes, hand_on=7).events()
     assert [e["ball"] for e in of(events, "ball_moved")] == [7]
     assert [v[:3] for v in verdicts(events)] == [(1, "foul", ["17"])]
+
+
+# ---------------------------------------------------------------- a ring-down past 4 ms
+
+
+def echoed_hit(echo_us: float, echo_pct: int) -> list[dict]:
+    """A ball hits cushion 0 at y = 600 (no tracker: the rails alone), and the rails report a
+    second CUSHION_HIT at the same place ``echo_us`` later at ``echo_pct`` % of its amplitude."""
+    story = Story(MINIMUM)
+    story.report(T0, "CUE_CONTACT", duration_us=1200, peak_force_dn=300)
+    hit = T0 + 300_000
+    story.report(hit, "CUSHION_HIT", cushion=0, pos_mm=600, amplitude=2000)
+    story.report(hit + echo_us, "CUSHION_HIT", cushion=0, pos_mm=600, amplitude=20 * echo_pct)
+    story.report(hit + 4_000_000, "KEYPAD", key=8, arg=0)  # the shot ends on quiet
+    return of(story.events(), "cushion")
+
+
+@pytest.mark.parametrize(
+    ("echo_us", "echo_pct", "hits"),
+    [
+        (4_060, 30, 1),  # the datasheet's 4 ms, stamped 60 µs late: the impact ringing
+        (4_500, 30, 2),  # past 4 ms + 4σ√2 of the stamps' jitter (4.28 ms): a second impact
+        (4_060, 45, 2),  # at 45 % of the impact's amplitude: no ring-down (under 40 %)
+    ],
+)
+def test_a_ring_down_stamped_just_past_4_ms_is_no_extra_hit(echo_us, echo_pct, hits):
+    """Issue 28.4: both stamps jitter σ 50 µs (ICD §7 rails), so an echo at the datasheet's
+    4 ms edge is stamped up to 0.28 ms later; two such echoes became extra hits."""
+    assert len(echoed_hit(echo_us, echo_pct)) == hits
 
 
 # ---------------------------------------------------------------- a frozen cluster's struck ball
