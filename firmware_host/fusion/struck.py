@@ -51,10 +51,12 @@ SHOWN_MM = 3.0  # how far the struck ball must have moved before the tracker can
 # direction: 10 mm puts the tracker's 0.7 mm noise at 6° of it, not 19°
 FROZEN_SHOWN_MM = 10.0
 TIP_MM = 13.0  # a cue tip's diameter (Russian billiards cues: 12.5-13.5 mm)
-# the cone (36.6° for a 68 mm ball) where a touching ball stops the tip, less three times the
-# direction's noise at FROZEN_SHOWN_MM: a ball leaving its neighbour this near their line of
-# centres was not struck
-BEHIND_DEG = 36.6 - 18.0
+# a ball driven by a touching neighbour leaves along their line of centres (equal balls, no
+# friction between them): within three times the direction's noise at FROZEN_SHOWN_MM (0.7 mm
+# of a frame against 10 mm: 4°) of it, well inside the cone where the neighbour stops the tip
+# (36.6° for 68 mm balls); a ball struck into a rack and deflected 30° off a neighbour's line
+# (the rack's geometry) stays its own struck ball
+BEHIND_DEG = 12.0
 
 
 @njit(cache=True)
@@ -114,7 +116,7 @@ def _frozen(start, moved, diameter) -> bool:
 def _behind(start, xy, moved, ball, diameter):
     """The ball touching ``ball`` at the tip contact that drove it, or -1: one that moved too,
     and that ``ball`` left along their line of centres (its first motion, ``start`` to
-    ``xy``, within ``BEHIND_DEG`` of it, away from it).
+    ``xy``, within ``BEHIND_DEG`` of it, away from it), as a ball driven by it does.
 
     Struck itself, ``ball`` would have left its neighbour at rest (it moves away from it):
     the neighbour moving as well says the tip struck the neighbour, and a cue of tip
