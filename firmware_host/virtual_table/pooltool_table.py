@@ -70,8 +70,8 @@ class PooltoolTable(Table2D):
         specs = PocketTableSpecs(
             l=table.length_mm / 1000,
             w=table.width_mm / 1000,
-            corner_pocket_width=table.corner_mm * 1.6 / 1000,
-            side_pocket_width=table.middle_mm * 1.6 / 1000,
+            corner_pocket_width=table.corner_mm / 1000,
+            side_pocket_width=table.middle_mm / 1000,
         )
         self._pt_table = pt.Table.from_table_specs(specs)
         self._spin = np.zeros((len(self.p), 3))  # rad/s, pooltool's axes, set by a stroke
