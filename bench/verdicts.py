@@ -52,6 +52,7 @@ import time
 from hil_tests.accuracy import (
     SENSOR_SETS,
     Played,
+    Row,
     Tally,
     brief,
     cores,
@@ -101,6 +102,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--detail", action="store_true", help="each miss's events, truth and replay"
     )
+    parser.add_argument(
+        "--physics",
+        choices=("table", "pooltool"),
+        default="table",
+        help="the virtual table's own physics (default) or pooltool's, an independent engine "
+        "(optional extra: pip install -e '.[pooltool]')",
+    )
+    parser.add_argument(
+        "--frame-shots",
+        type=int,
+        default=None,
+        help="end each frame after this many shots after its break (more breaks a match)",
+    )
     args = parser.parse_args(argv)
     args.seeds = seed_list(args.seeds)
     if not args.seeds:
@@ -109,6 +123,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         raise BadArguments(f"--minutes {args.minutes}: must be positive")
     if args.jobs < 1:
         raise BadArguments(f"--jobs {args.jobs}: must be at least 1")
+    if args.frame_shots is not None and args.frame_shots < 0:
+        raise BadArguments(f"--frame-shots {args.frame_shots}: must be 0 or more")
     sets = [s.strip() for s in args.sensors.split(",") if s.strip()]
     bad = [s for s in sets if s not in SENSOR_SETS]
     if bad or not sets:
@@ -165,6 +181,7 @@ def report(played: list[Played], sets: list[str], detail: bool) -> str:
         tally = Tally.of(r for p in played for r in p.rows if r.sensors == sensors)
         out.append("")
         out.append(tally.table(f"{sensors}: "))
+        out.append(decided_breaks(tally.rows))
         misses = tally.misses
         out.append(f"  misses ({len(misses)}):" if misses else "  misses: none")
         for row in sorted(misses, key=lambda r: (r.seed, r.t_us)):
@@ -175,6 +192,21 @@ def report(played: list[Played], sets: list[str], detail: bool) -> str:
                 out.append(f"      truth:  {brief(truth)}")
                 out.append(f"      replay: {brief(ours)}")
     return "\n".join(out)
+
+
+def decided_breaks(rows: list[Row]) -> str:
+    """Issue 28's figures: breaks the replay decided (legal or foul, not ``referee``) and
+    clear shots (this set must give legal or foul) given exactly that verdict."""
+    breaks = [r for r in rows if r.is_break]
+    decided = sum(r.got is not None and r.got["verdict"] in ("legal", "foul") for r in breaks)
+    clear = [
+        r for r in rows if r.expected is not None and r.expected["verdict"] in ("legal", "foul")
+    ]
+    equal = sum(r.equal for r in clear)
+    return (
+        f"  breaks decided: {decided} of {len(breaks)} ({decided / max(len(breaks), 1):.1%}); "
+        f"clear shots equal: {equal} of {len(clear)} ({equal / max(len(clear), 1):.1%})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(args.seeds)} matches x {args.minutes:g} min on {','.join(args.sensors)}, "
         f"{min(args.jobs, len(args.seeds))} at a time (a cold numba cache compiles first, ~1.5 min)\n"
     )
-    played = play_many(args.seeds, args.minutes, args.sensors, args.jobs, progress)
+    played = play_many(
+        args.seeds, args.minutes, args.sensors, args.jobs, progress, args.physics, args.frame_shots
+    )
     sys.stdout.write(report(played, args.sensors, args.detail) + "\n")
     sys.stderr.write(f"[{time.monotonic() - progress.t0:6.1f}s] finished\n")
     return 0

@@ -96,6 +96,7 @@ class Row:
     truth: Line | None
     expected: Line | None
     got: Line | None
+    is_break: bool = False  # the truth's shot is a break
 
     @property
     def equal(self) -> bool:
@@ -269,7 +270,17 @@ def rows(
         given = got.pop(g_shot) if g_shot in got else None
         t = intended[shot]
         out.append(
-            Row(seed, sensors, shot, g_shot if given else None, t["t_us"], decided(t), exp, given)
+            Row(
+                seed,
+                sensors,
+                shot,
+                g_shot if given else None,
+                t["t_us"],
+                decided(t),
+                exp,
+                given,
+                bool(t.get("break")),
+            )
         )
     for g_shot, line in got.items():  # the replay's verdicts on shots the truth does not have
         out.append(Row(seed, sensors, None, g_shot, line["t_us"], None, None, line))
@@ -423,6 +434,8 @@ def play(
     minutes: float,
     sensor_sets: Iterable[str] = SENSOR_SETS,
     progress: Callable[[str], None] = lambda _: None,
+    physics: str = "table",
+    frame_shots: int | None = None,
 ) -> Played:
     """``simulate --seed S --minutes M --sensors X --capture --truth`` then ``replay``, per set.
 
@@ -436,7 +449,12 @@ def play(
     from firmware_host.virtual_table.scenarios import random_match
 
     progress("physics")
-    match = random_match(seed=seed, minutes=minutes)
+    if physics == "pooltool":  # the second physics (issue 28), an optional extra
+        from firmware_host.virtual_table.pooltool_table import PooltoolTimeline
+
+        match = random_match(seed, minutes, timeline=PooltoolTimeline, frame_shots=frame_shots)
+    else:
+        match = random_match(seed=seed, minutes=minutes, frame_shots=frame_shots)
     out = Played(seed, minutes, [], len(match.strokes))
     for sensors in sensor_sets:
         progress(f"{sensors}: sensors and hub")
@@ -506,12 +524,14 @@ def _init_worker(q: Any) -> None:
     _progress_queue = q
 
 
-def _play_in_worker(seed: int, minutes: float, sensor_sets: tuple[str, ...]) -> Played:
+def _play_in_worker(
+    seed: int, minutes: float, sensor_sets: tuple[str, ...], physics: str, frame_shots: int | None
+) -> Played:
     def say(stage: str) -> None:
         _progress_queue.put((seed, stage))
 
     try:
-        return play(seed, minutes, sensor_sets, say)
+        return play(seed, minutes, sensor_sets, say, physics, frame_shots)
     except Exception as exc:  # noqa: BLE001 -- one broken match must not hide the rest; said per seed
         return Played(seed, minutes, [], 0, error=_why(exc))
 
@@ -530,6 +550,8 @@ def play_many(
     sensor_sets: Iterable[str] = SENSOR_SETS,
     jobs: int | None = None,
     progress: Callable[[int | None, str], None] = lambda seed, stage: None,
+    physics: str = "table",
+    frame_shots: int | None = None,
 ) -> list[Played]:
     """:func:`play` for every seed, ``jobs`` matches at a time (default: every core), in seed order.
 
@@ -553,7 +575,8 @@ def play_many(
     q = ctx.Queue()
     with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=(q,)) as pool:
         running: dict[Future[Played], int] = {
-            pool.submit(_play_in_worker, seed, minutes, sets): seed for seed in seeds
+            pool.submit(_play_in_worker, seed, minutes, sets, physics, frame_shots): seed
+            for seed in seeds
         }
         while running:
             finished, _ = wait(running, timeout=0.05, return_when=FIRST_COMPLETED)

@@ -371,9 +371,9 @@ def unreported(shot: Shot, config: RulesConfig, after_us: int) -> list[Event]:
     the centre line at the contact that moves on is a possible crossing; a ball rolling
     up to the line is not: the fusion judges that on the tracker's frames and writes
     a crossing it cannot settle as ``certain: false`` (a ball stopping 1 mm short of
-    the line did not cross it: tests/test_fusion_edges.py).  Nor is where a ball came
+    the line did not cross it: tests/fusion/test_fusion_edges.py).  Nor is where a ball came
     to rest a possible cushion: the tracker averages a ball at rest to well under a
-    millimetre (1.5 mm short of a cushion is short: tests/test_fusion_soft_cushion.py).  Each comes as an event with
+    millimetre (1.5 mm short of a cushion is short: tests/fusion/test_fusion_soft_cushion.py).  Each comes as an event with
     ``"unreported": true``, a cushion at most once per ball, cushion and
     ``MOVED_SLACK_US``, a contact at most once per pair and ``MOVED_SLACK_US``."""
     reach = 2 * config.path_tolerance_mm

@@ -1,8 +1,9 @@
 """Cushion hits from the rails: the ring-down, the ball it was, a frozen ball pushed in.
 
 * **Ring-down** (:func:`ring_down`): ICD §7 rails: one impact may retrigger
-  on its cushion within 4 ms (``debounce_us``) at under 40 % of its
-  amplitude (``debounce_ratio_pct``).  That is one impact ringing at one
+  on its cushion within 4 ms at under 40 % of its amplitude
+  (``debounce_ratio_pct``); both stamps jitter (σ 50 µs), so the window
+  (``debounce_us``) is 4 ms plus 4σ√2 of their difference, 4.28 ms.  That is one impact ringing at one
   place: a hit more than half a ball from an accepted one (two balls at one
   cushion are a diameter apart), or one the tracker puts on another ball at
   the cushion, is a new hit even within those bounds.

@@ -12,6 +12,7 @@ order holds, and the key is the same whatever the chunking.
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +32,19 @@ COLOURS = {0: "white", 1: "coloured"}
 DIRECTIONS = {0: "front", 1: "back"}
 
 
+RING_DOWN_US = 4_000  # ICD §7 rails: an impact may retrigger on its cushion within 4 ms
+RAILS_JITTER_US = 50  # ICD §7 rails: onset jitter σ
+# the window for an echo's stamp: the datasheet's 4 ms after the impact, plus 4 σ of the
+# difference of two jittered stamps (4 × 50 µs × √2 = 0.28 ms): an echo at 4.06 ms is the
+# impact ringing, not a second hit (issue 28)
+DEBOUNCE_US = RING_DOWN_US + round(4 * RAILS_JITTER_US * math.sqrt(2))
+
+
 @dataclass(frozen=True)
 class FusionParams:
     """Thresholds of the fusion (µs unless named); defaults from ICD §7 and RULES.md."""
 
-    debounce_us: int = 4_000  # ring-down window (ICD §7 rails)
+    debounce_us: int = DEBOUNCE_US  # ring-down window (ICD §7 rails, with their jitter)
     debounce_ratio_pct: int = 40  # ring-down amplitude bound
     double_hit_us: int = 300_000  # a second tip contact this soon is the same stroke (item 18)
     quiet_us: int = 4_000_000  # no tracker: the shot ends this long after the last activity

@@ -9,7 +9,9 @@ still in the frame before and moves in this one, what set it going
 
 **ball_moved** (item 17): a ball at rest starts moving with no tip contact
 and no contact to cause it -- none before its frame (:func:`caused`), no
-mover passing it between the frames (:func:`mover_near`), and no contact
+mover passing it, or passing a ball of the cluster resting against it (a
+rack, a frozen cluster: the impulse runs through touching balls within the
+contact time), between the frames (:func:`touching_mover`), and no contact
 of it stamped within the timing uncertainty after the frame (a frame
 exposed the instant it was struck: :func:`.contacts.touched` withdraws the
 candidate).  A candidate waits ``CUE_GRACE_US`` for a tip contact that may
@@ -32,6 +34,7 @@ from .contacts import (
     trajectory_contacts,
 )
 from .geometry import G_D
+from .impulse import TOUCH_MM
 from .lines import tracked_line_crossings
 from .records import EV_BALL_MOVED, TRACKED, Out, emit
 from .shots import start_shot_event
@@ -111,8 +114,9 @@ def started_moving(state: FusionState, out: Out, ball, newest, before, span, hub
     set it going.
 
     A contact of it since ``CAUSE_US`` before that frame (:func:`caused`); else a mover
-    that passed within ``NEIGHBOUR_MM`` of touching it between the frames
-    (:func:`mover_near`): a contact derived at the time the mover came one diameter from it;
+    that passed within ``NEIGHBOUR_MM`` of touching it, or a ball resting against it through
+    touching balls, between the frames (:func:`touching_mover`): a contact of it and the
+    ball on that chain, derived at the time the mover came one diameter from the cluster;
     else nothing known: a ball_moved candidate, which a tip contact stamped up to
     ``CUE_GRACE_US`` later may still claim (item 17), and between shots a change of layout.
     """
@@ -121,19 +125,19 @@ def started_moving(state: FusionState, out: Out, ball, newest, before, span, hub
     before_t = tracker.frame_t[before]
     if caused(state.contacts, ball, before_t - CAUSE_US):
         return
-    other = mover_near(state.table, tracker, ball, newest, before)
+    other, member, neighbour = touching_mover(state.table, tracker, ball, newest, before)
     if other >= 0:
         xy, velocity = tracker.frame_xy, tracker.velocity
         s = contact_time(
             xy[before, other],
-            xy[before, ball],
+            xy[before, member],
             velocity[other],
-            velocity[ball],
+            velocity[member],
             state.table[G_D],
             span,
         )
         tau = before_t + np.int64(s if 0.0 < s < span else span / 2)
-        first, second = min(ball, other), max(ball, other)
+        first, second = min(ball, neighbour), max(ball, neighbour)
         derive(state.stream, state.params, state.contacts, motion, shot, out, tau, first, second)
         return
     motion.moved[ball, MOVED_FROM_T], motion.moved[ball, MOVED_SEEN_T] = before_t, hub_t
@@ -162,22 +166,69 @@ def caused(contacts: Contacts, ball, since) -> bool:
 
 
 @njit(cache=True)
-def mover_near(table, tracker: Tracker, ball, newest, before):
+def touching_mover(table, tracker: Tracker, ball, newest, before):
+    """What moved ``ball`` through the balls resting against it (item 17 in a burst):
+    ``(mover, member, neighbour)``, or -1s.
+
+    A rack or a frozen cluster passes an impulse through its touching balls within the
+    contact time, far below a frame, and a ball in its middle hands nearly all of it on and
+    may never show as moving: so ``ball`` started by contact if a mover (:func:`mover_near`)
+    came to touch ``ball`` itself or any ball of the cluster of balls at rest in frame
+    ``before`` that touch it, one another, within ``TOUCH_MM`` (the tracker's rest positions
+    say which balls touch).  ``member`` is the ball the mover came to, ``neighbour`` the
+    ball touching ``ball`` on the chain to it (the mover itself when it came to ``ball``).
+    """
+    on, moving = tracker.frame_on, tracker.frame_moving
+    reach = table[G_D] + TOUCH_MM
+    via = np.full(BALLS, -2, np.int64)  # the ball touching ``ball`` a member is reached through
+    queue = np.empty(BALLS, np.int64)
+    via[ball], queue[0], size, head = ball, ball, 1, 0
+    while head < size:
+        m = queue[head]
+        head += 1
+        other = mover_near(table, tracker, m, newest, before, ball)
+        if other >= 0:
+            return other, m, other if m == ball else via[m]
+        mx, my = rest_place(tracker, m, before)
+        for o in range(BALLS):
+            if via[o] != -2 or not on[before, o] or moving[before, o]:
+                continue
+            ox, oy = rest_place(tracker, o, before)
+            if np.hypot(ox - mx, oy - my) <= reach:
+                via[o] = o if m == ball else via[m]
+                queue[size] = o
+                size += 1
+    return -1, -1, -1
+
+
+@njit(cache=True, inline="always")
+def rest_place(tracker: Tracker, ball, before):
+    """Where ``ball`` rests: its rest average, or, not yet averaged, frame ``before``."""
+    if tracker.rest_frames[ball] > 0:
+        return tracker.rest_xy[ball, X], tracker.rest_xy[ball, Y]
+    return tracker.frame_xy[before, ball, X], tracker.frame_xy[before, ball, Y]
+
+
+@njit(cache=True)
+def mover_near(table, tracker: Tracker, ball, newest, before, starter):
     """The ball moving in frame ``before`` or ``newest`` whose course between them came
     nearest ``ball``, within ``NEIGHBOUR_MM`` of touching it, or -1 (a frame exposed as it
-    struck shows it there).
+    struck shows it there); never ``starter``, the ball whose start is being explained.
 
     ``ball`` is where it rested (its rest average) or, not yet averaged, where frame
     ``before`` has it.
     """
     xy = tracker.frame_xy
-    bx, by = xy[before, ball, X], xy[before, ball, Y]
-    if tracker.rest_frames[ball] > 0:
-        bx, by = tracker.rest_xy[ball, X], tracker.rest_xy[ball, Y]
+    bx, by = rest_place(tracker, ball, before)
     best, best_d = -1, table[G_D] + NEIGHBOUR_MM
     on, moving = tracker.frame_on, tracker.frame_moving
     for o in range(BALLS):
-        if o == ball or not on[newest, o] or not (moving[newest, o] or moving[before, o]):
+        if (
+            o == ball
+            or o == starter
+            or not on[newest, o]
+            or not (moving[newest, o] or moving[before, o])
+        ):
             continue
         a = before if on[before, o] else newest
         d = to_segment(bx, by, xy[a, o, X], xy[a, o, Y], xy[newest, o, X], xy[newest, o, Y])

@@ -69,10 +69,18 @@ def random_match(
     minutes: float = 10.0,
     table: Table = DEFAULT_TABLE,
     config: PhysicsConfig | None = None,
+    *,
+    timeline: type[Timeline] = Timeline,
+    frame_shots: int | None = None,
 ) -> MatchTruth:
-    """A match of about ``minutes`` of play: frames of a break then aimed shots, 5-20 s apart."""
+    """A match of about ``minutes`` of play: frames of a break then aimed shots, 5-20 s apart.
+
+    ``timeline``: the physics it is played on (a second physics:
+    :class:`.pooltool_table.PooltoolTimeline`); ``frame_shots``: a frame ends after that
+    many shots after its break (more breaks a match), not only once the table is cleared.
+    """
     rng = np.random.default_rng(seed)
-    tl = Timeline(table, config or PhysicsConfig(), name=f"random-{seed}")
+    tl = timeline(table, config or PhysicsConfig(), name=f"random-{seed}")
     end = minutes * 60.0
     breaker = 1
     tl.wait(1.0)
@@ -87,10 +95,12 @@ def random_match(
             is_break=True,
         )
         player = _next_player(tl, breaker)
-        while tl.t < end and tl.sim.present.sum() >= 2:
+        shots = 0
+        while tl.t < end and tl.sim.present.sum() >= 2 and shots != frame_shots:
             shot = _aimed_shot(tl, rng, (0.8, 5.0))
             tl.shot(shot, pause_s=rng.uniform(5.0, 20.0), player=player)
             player = _next_player(tl, player)
+            shots += 1
         if tl.t < end:
             tl.wait(rng.uniform(5.0, 10.0))
             tl.keypad("new_frame")
