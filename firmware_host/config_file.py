@@ -86,6 +86,15 @@ KEYS: tuple[Key, ...] = (
     Key("virtual", "speed", "speed"),
     Key("virtual", "sensors", "sensors"),
     Key("table", "id", "table_id", example='"t1"'),
+    Key(
+        "signing",
+        "key_file",
+        "key_file",
+        help="the table's key for signed frames (ICD §9; firmware-host keys new; mode 0600): "
+        "sent to the hub with SETUP_SIGNING at connect, never printed",
+        example='"/etc/firmware-host/table.key"',
+    ),
+    Key("signing", "require", "require", example='"cue,keypad"'),
     Key("mqtt", "url", "mqtt", example='"mqtts://broker.hall"'),
     Key(
         "mqtt",

@@ -129,10 +129,10 @@ class Engine(Protocol):
 class Compiled:
     """The pipeline in the calling thread; every op's outcome at once."""
 
-    def __init__(self, rules: RulesConfig | None = None) -> None:
+    def __init__(self, rules: RulesConfig | None = None, signing: Any = None) -> None:
         from .pipeline import Pipeline  # numba: imported (not compiled) only when needed
 
-        self.pipeline = Pipeline(rules)
+        self.pipeline = Pipeline(rules, signing)
         self._bad_total = 0
 
     def apply(self, op: Op) -> Outcome:

@@ -28,9 +28,11 @@ from protocol.catalogue import BY_NAME, HOST_NODE, INDICATOR_STATES, NODE_NAMES
 from protocol.encode import encode_records
 from protocol.framing import BadFrame, Message, UnknownFrame
 
+from .attacker import attack
 from .clocks import CUE, WRAP, Timeline
 from .faults import FaultPlan, damage
 from .sensors import DAMAGED, LATE_BEACON, PLAIN, SENSOR_SETS, Batch, sense
+from .signer import NodeSigning
 from .truth import MatchTruth
 
 SYNC_HZ, CUE_SYNC_HZ = 4.0, 10.0
@@ -377,8 +379,13 @@ def _frame_truth(
     return out
 
 
-def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
-    """Everything the hub sends for ``truth``, in wire order, with per-frame truth."""
+def build_wire(truth: MatchTruth, cfg: HubConfig, signing: NodeSigning | None = None) -> Wire:
+    """Everything the hub sends for ``truth``, in wire order, with per-frame truth.
+
+    ``signing``: a firmware 1.2 table paired with a key before the match (its nodes in
+    ``require`` sign every frame, ICD §9).  Faults spoil the signed bytes as the radio
+    would; an attacker (``FaultPlan.attacks``) adds its frames last.
+    """
     rng = np.random.default_rng(cfg.seed)
     start_s, end_s = -cfg.lead_s, truth.duration_s + cfg.tail_s
     plan = cfg.faults.resolve(rng, truth.duration_s, cfg.nodes)
@@ -399,10 +406,16 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
 
     wire = sent[np.lexsort((f.stamp[sent], f.ready[sent]))]
     wire_frames = [frames[g] for g in wire]
+    if signing is not None:
+        wire_frames = [signing.sign_chunk(frame) for frame in wire_frames]
     wire_s = _serialise(f.ready[wire], np.array([len(b) for b in wire_frames], float))
     chunks, chunk_frame, damaged = damage(wire_frames, wire_s, plan, rng)
-
     truth_rows = _frame_truth(f, wire, node_us, wire_s, timeline)
+    if plan.attacks:
+        chunks, chunk_frame = attack(
+            chunks, chunk_frame, wire_s, truth_rows, plan, signing is not None
+        )
+
     truth_rows["note"][damaged] = DAMAGED
     lengths = np.array([len(c) for c in chunks], np.int64)
     is_frame = chunk_frame >= 0
@@ -451,6 +464,9 @@ class HostCommands:
 
     indicator: int = INDICATOR_STATES["off"]
     rx_bad: int = 0
+    signs: bool = False  # firmware 1.2: takes SETUP_SIGNING (ICD §9); before it, "unknown type"
+    #: the SETUP_SIGNING applied last: (key, require); the peer's nodes sign from then on
+    signing: tuple[bytes, int] | None = None
     _recent: list[int] = field(default_factory=list)
     _hold: tuple[int, float] | None = None  # (state to go back to, until true s)
 
@@ -479,5 +495,10 @@ class HostCommands:
                 before = self.lamp(now_s)
                 self._hold = (before, now_s + hold_ms / 1000) if hold_ms else None
                 self.indicator = state
+            return ack, False
+        if frame.name == "SETUP_SIGNING":
+            if not self.signs:
+                return {**ack, "status": ACK_UNKNOWN}, False
+            self.signing = (frame.fields["key"], frame.fields["require"])
             return ack, False
         return ack, frame.name == "REQUEST_HELLO" and not repeated

@@ -1,0 +1,80 @@
+"""A forger on the table's radio (issue 29): a virtual match with and without the key."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from firmware_host.pipeline import Pipeline, replay
+from firmware_host.virtual_table import scenarios
+from firmware_host.virtual_table.faults import FaultPlan
+from firmware_host.virtual_table.hub import HubConfig, build_wire
+from firmware_host.virtual_table.signer import NodeSigning
+from protocol.signing import DEFAULT_REQUIRE, SignatureCheck
+
+KEY = bytes(range(32, 64))
+SEED = 3
+
+
+@cache
+def _match():
+    return scenarios.random_match(seed=SEED, minutes=1.0)
+
+
+def _cue_times() -> list[float]:
+    return [e["t_s"] for e in _match().events if e["type"] == "cue_contact"]
+
+
+def _verdicts(attacks: tuple[tuple[str, float], ...], keyed: bool):
+    cfg = HubConfig(seed=SEED, faults=FaultPlan(attacks=attacks), firmware=(1, 2, 0))
+    signing = NodeSigning(KEY, DEFAULT_REQUIRE) if keyed else None
+    data = b"".join(build_wire(_match(), cfg, signing).chunks)
+    pipe = Pipeline(signing=SignatureCheck(KEY, DEFAULT_REQUIRE) if keyed else None)
+    return replay(data, pipe=pipe).lines, pipe.decoder.stats()
+
+
+def test_with_the_key_three_attacks_change_no_verdict_and_each_is_named():
+    first, second, _ = _cue_times()
+    attacks = (
+        ("forge-cue", second + 0.05),
+        ("forge-keypad", second + 5.0),
+        ("replay-old", second + 8.0),
+    )
+    plain, plain_stats = _verdicts((), keyed=True)
+    attacked, stats = _verdicts(attacks, keyed=True)
+    assert attacked == plain
+    assert plain_stats.refused == {}
+    assert stats.refused == {"cue": {"bad_tag": 1, "replayed": 1}, "keypad": {"bad_tag": 1}}
+    assert stats.conflicts == {}  # refused frames never reach the seq window
+
+
+def test_without_the_key_a_forged_double_hit_is_never_a_silent_foul_18():
+    """The forger takes the cue's next seq 20 ms after a real contact: the shot shows foul 18
+    until the real cue claims that seq; then a notice names both frames and the verdict is
+    overruled (referee, or a foul on the rest with 18 open)."""
+    _, second, _ = _cue_times()
+    plain, _ = _verdicts((), keyed=False)
+    attacked, stats = _verdicts((("forge-cue", second + 0.05),), keyed=False)
+    assert stats.conflicts == {"cue": 1}
+    forged = [v for v in attacked if v.get("kind") == "verdict" and "18" in v.get("rules", [])]
+    assert forged, "the forged contact made no foul 18: the test no longer tries anything"
+    shot = forged[0]["shot"]
+    final = [v for v in attacked if v.get("kind") == "verdict" and v.get("shot") == shot][-1]
+    assert final["overrules"] == shot
+    assert "18" not in final["rules"] and "18" in final.get("open", ["18"])
+    assert final["verdict"] in ("referee", "foul")
+    [notice] = [n for n in attacked if n.get("kind") == "notice" and "one seq" in n["reason"]]
+    assert notice["reason"].count("CUE_CONTACT") == 2
+    # no shot ends on a foul 18 the plain match did not have
+    finals = {v["shot"]: v for v in attacked if v.get("kind") == "verdict"}
+    plain_finals = {v["shot"]: v for v in plain if v.get("kind") == "verdict"}
+    for n, v in finals.items():
+        if "18" in v.get("rules", []):
+            assert "18" in plain_finals[n].get("rules", []), n
+
+
+@pytest.mark.parametrize("kind", ["forge-cue@1x", "forge-cue:3@10", "replay-old"])
+def test_a_bad_attack_item_is_refused(kind):
+    with pytest.raises(ValueError, match="bad fault"):
+        FaultPlan.parse(kind)
