@@ -130,6 +130,7 @@ class Daemon:
             self._transport.write,
             on_health=self._health,
             on_sent=self._keep_sent if self.recorder else None,
+            sign=signing.sign_host if signing is not None else None,
         )
         self._boot_id: int | None = None
         # Set with `hang_up`: once stopped, the peer closing the port is its end, not a loss.

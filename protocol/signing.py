@@ -29,6 +29,7 @@ import hmac
 import json
 import os
 import secrets
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -133,6 +134,7 @@ class SignatureCheck:
         self.refused = np.zeros((256, len(REFUSALS)), np.int64)
         self.verified = np.zeros(256, np.int64)
         self._unsaved = False
+        self._lock = threading.Lock()  # the pipeline thread and the command link's save
 
     @property
     def fingerprint(self) -> str:
@@ -175,15 +177,30 @@ class SignatureCheck:
         self._unsaved = True
         return ACCEPT
 
+    def sign_host(self) -> tuple[bytes, int] | None:
+        """(key, sig_ctr) for the host's next new frame when ``require`` bit 15 says the hub
+        wants them signed (ICD §9), else None.  The host's counter is kept with the nodes'
+        and saved before the frame leaves, so it never repeats across restarts.  Called
+        from the command link's thread; :meth:`save` is safe from both."""
+        if not self.require & require_bit(HOST_NODE):
+            return None
+        with self._lock:
+            ctr = max(int(self.highest[HOST_NODE]) + 1, 1)  # from 1, as the nodes
+            self.highest[HOST_NODE] = ctr
+            self._unsaved = True
+        self.save()
+        return self._key, ctr
+
     def _refuse(self, node: int, reason: str) -> str:
         self.refused[node, REFUSALS.index(reason)] += 1
         return reason
 
     def save(self) -> None:
         """Persist the counters if any moved; the daemon calls it before it releases events."""
-        if self.store is not None and self._unsaved:
-            self.store.save(self._key, self.highest_by_node())
-            self._unsaved = False
+        with self._lock:
+            if self.store is not None and self._unsaved:
+                self.store.save(self._key, self.highest_by_node())
+                self._unsaved = False
 
     def highest_by_node(self) -> dict[int, int]:
         return {int(n): int(c) for n, c in enumerate(self.highest) if c >= 0}

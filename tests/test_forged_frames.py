@@ -35,7 +35,7 @@ def _verdicts(attacks: tuple[tuple[str, float], ...], keyed: bool):
 
 
 def test_with_the_key_three_attacks_change_no_verdict_and_each_is_named():
-    first, second, _ = _cue_times()
+    _, second, _ = _cue_times()
     attacks = (
         ("forge-cue", second + 0.05),
         ("forge-keypad", second + 5.0),
@@ -78,3 +78,30 @@ def test_without_the_key_a_forged_double_hit_is_never_a_silent_foul_18():
 def test_a_bad_attack_item_is_refused(kind):
     with pytest.raises(ValueError, match="bad fault"):
         FaultPlan.parse(kind)
+
+
+def test_the_hub_takes_only_signed_host_frames_once_bit_15_is_set():
+    """The virtual hub (firmware 1.2) against the host's command scheduler, frame by frame:
+    SETUP_SIGNING unsigned, then every host frame signed with the host's own counter, a
+    resend with the same tag; an unsigned one is answered 'bad argument'."""
+    from firmware_host.command_link import CommandScheduler
+    from firmware_host.virtual_table.hub import ACK_BAD_ARGUMENT, ACK_OK, HostCommands
+    from protocol.framing import encode_frame, parse_frame
+
+    check = SignatureCheck(KEY, DEFAULT_REQUIRE | 1 << 15)
+    link = CommandScheduler(sign=check.sign_host)
+    hub = HostCommands(signs=True)
+    link.submit("SETUP_SIGNING", check.setup_fields(), now_ns=0)
+    [setup] = link.poll(now_ns=0).frames
+    assert parse_frame(setup[:-1]).signature is None
+    assert hub.receive(parse_frame(setup[:-1]), 0.0)[0]["status"] == ACK_OK
+    link.on_ack(0, 0x83, 0, now_ns=1)
+    link.submit("PING", {"token": 7}, now_ns=2)
+    [ping] = link.poll(now_ns=2).frames
+    [again] = link.poll(now_ns=2 + link.ack_timeout_ns).frames  # no ACK: resent
+    first, resent = parse_frame(ping[:-1]), parse_frame(again[:-1])
+    assert first.signature == resent.signature and first.signature.sig_ctr == 1
+    assert hub.receive(first, 0.1)[0]["status"] == ACK_OK
+    unsigned = parse_frame(encode_frame("PING", node=0x80, seq=9, token=1)[:-1])
+    assert hub.receive(unsigned, 0.2)[0]["status"] == ACK_BAD_ARGUMENT
+    assert HostCommands(signs=False).receive(parse_frame(setup[:-1]), 0.0)[0]["status"] == 1

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from protocol.catalogue import BY_NAME, HOST_NODE, INDICATOR_STATES, NODE_NAMES
+from protocol.catalogue import BY_NAME, FLAG_SIGNED, HOST_NODE, INDICATOR_STATES, NODE_NAMES
 from protocol.encode import encode_records
-from protocol.framing import BadFrame, Message, UnknownFrame
+from protocol.framing import BadFrame, Message, UnknownFrame, build_body
+from protocol.signing import tag_of
 
 from .attacker import attack
 from .clocks import CUE, WRAP, Timeline
@@ -475,6 +476,23 @@ class HostCommands:
             self.indicator, self._hold = self._hold[0], None
         return self.indicator
 
+    def _signed_enough(self, frame: Message) -> bool:
+        """ICD §9: with ``require`` bit 15 the hub takes only host frames signed with its
+        key (SETUP_SIGNING aside: it brings the key)."""
+        if self.signing is None or not self.signing[1] & (1 << 15):
+            return True
+        if frame.name == "SETUP_SIGNING":
+            return True
+        if frame.signature is None:
+            return False
+        flags = frame.flags & ~FLAG_SIGNED  # built plain, then the header as it was sent
+        part = build_body(
+            frame.msg_type, node=frame.node, seq=frame.seq, t_us=frame.t_us, flags=flags,
+            **frame.fields,
+        )[:-4]  # fmt: skip
+        part = part[:3] + bytes([frame.flags]) + part[4:]
+        return tag_of(self.signing[0], part, frame.signature.sig_ctr) == frame.signature.tag
+
     def receive(
         self, frame: Message | BadFrame | UnknownFrame, now_s: float
     ) -> tuple[dict[str, int] | None, bool]:
@@ -484,6 +502,8 @@ class HostCommands:
         ack = {"acked_seq": frame.seq, "acked_type": frame.msg_type, "status": ACK_OK}
         if isinstance(frame, UnknownFrame) or frame.node != HOST_NODE or frame.msg_type < 0x80:
             return {**ack, "status": ACK_UNKNOWN}, False
+        if not self._signed_enough(frame):
+            return {**ack, "status": ACK_BAD_ARGUMENT}, False
         repeated = bool(frame.flags & 1) and frame.seq in self._recent
         if not repeated:
             self._recent = [*self._recent[-_RECENT_SEQS + 1 :], frame.seq]
