@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels as k
-from .catalogue import BY_TYPE, FLAG_SIGNED, HEADER_SIZE, MAX_BODY, NODE_NAMES, crc32
+from .catalogue import BY_TYPE, FLAG_SIGNED, HEADER_SIZE, MAX_BODY, NODE_IDS, NODE_NAMES, crc32
 from .framing import BadFrame, Message, Refused, Retransmission, UnknownFrame, parse_body
 from .layout import COUNTED, GREEDY, PREFIX_SIZE, all_layouts, layout, rule_table
 from .seqwindow import CONFLICT, REBOOT, seq_states
@@ -52,6 +52,10 @@ _RULES = rule_table()
 _REC_SIZE = np.zeros(256, np.int64)
 for _lay in all_layouts():
     _REC_SIZE[_lay.spec.msg_type] = _lay.dtype.itemsize
+#: The nodes whose newest frame is kept for a seq conflict's report: the radio nodes a
+#: forger can imitate (ICD §9); a conflict on a wired node is counted and shown all the same.
+_RADIO_NODES = np.zeros(256, np.int64)
+_RADIO_NODES[[NODE_IDS["cue"], NODE_IDS["keypad"]]] = 1
 _CHECKS = k.FrameChecks(rules=_RULES, crc_tables=k.CRC_TABLES)
 _NAMES = {spec.msg_type: spec.name for spec in BY_TYPE.values()}
 STATUS_NAMES = {
@@ -189,6 +193,7 @@ class StreamDecoder:
             last_crc=np.zeros(256, np.int64),
             last_body=np.zeros((256, MAX_BODY), np.uint8),
             last_len=np.zeros(256, np.int64),
+            keep_prior=_RADIO_NODES,
             conflicts=np.zeros(256, np.int64),
         )
         self._per_type = np.zeros(256, np.int64)

@@ -80,7 +80,9 @@ class StreamAccounts(NamedTuple):
     ``last_crc`` (256,): per node the CRC of its newest frame, the content a
     frame reusing its seq is compared with; ``last_body`` uint8 (256,
     MAX_BODY) and ``last_len`` (256,): that frame's header and payload, for
-    the report of a conflict.  ``conflicts`` (256,): seq conflicts per node.
+    the report of a conflict, kept only for the nodes ``keep_prior`` (256,)
+    names (the radio nodes: copying every tracker frame cost the decoder a
+    fifth of its time).  ``conflicts`` (256,): seq conflicts per node.
     """
 
     seq_state: np.ndarray
@@ -92,6 +94,7 @@ class StreamAccounts(NamedTuple):
     last_crc: np.ndarray
     last_body: np.ndarray
     last_len: np.ndarray
+    keep_prior: np.ndarray
     conflicts: np.ndarray
 
 
@@ -383,11 +386,12 @@ def _keep_prior(f: np.void, node: int, accounts: StreamAccounts, raw: np.ndarray
     """A conflict's earlier frame (its node's newest) kept in ``raw`` at ``f["prior"]``.
 
     ``raw`` is as long as the buffer; a long earlier frame after many short conflicts
-    might not fit, so room is checked (``prior`` stays -1 then).  Its bytes are
+    might not fit, so room is checked (``prior`` stays -1 then, as for a node whose
+    frames are not kept).  Its bytes are
     header and payload as sent, without a signed frame's trailer.
     """
     n = accounts.last_len[node]
-    if used + n > raw.size:  # conflicts of short frames after a long one: not all kept
+    if n == 0 or used + n > raw.size:  # conflicts of short frames after a long one: not all kept
         return used
     f["prior"] = used
     f["prior_len"] = n
@@ -416,8 +420,9 @@ def _account_seq(body: np.ndarray, body_len: int, accounts: StreamAccounts) -> t
     mark, missing = account(row, seq, retx)
     if mark != SEQ_DUPLICATE and mark != LATE:
         accounts.last_crc[node] = crc
-        accounts.last_body[node, :body_len] = body[:body_len]
-        accounts.last_len[node] = body_len
+        if accounts.keep_prior[node]:
+            accounts.last_body[node, :body_len] = body[:body_len]
+            accounts.last_len[node] = body_len
     if mark == GAP:
         accounts.lost[node] += missing
     elif mark == LATE:

@@ -216,7 +216,7 @@ def test_a_reused_seq_with_other_content_is_a_conflict_with_both_frames():
     assert decoded.stats.conflicts == {"cue": 1}
     assert decoded.stats.lost == {}
     [conflict] = decoded.conflicts
-    assert conflict.earlier.fields["duration_us"] == 4100
+    assert conflict.earlier.fields["duration_us"] == 4100  # a radio node: kept
     assert conflict.later.fields["duration_us"] == 1350 and conflict.later.seq == 6
     assert decoded.tables["CUE_CONTACT"]["seq"].tolist() == [5, 6, 6, 7]
     marks = decoded.frames["seq_mark"].tolist()
