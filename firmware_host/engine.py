@@ -47,6 +47,7 @@ from protocol.catalogue import (
     HEADER_SIZE,
     MAX_BODY,
     MIN_BODY,
+    NODE_NAMES,
     PROTOCOL_VERSION,
     Header,
     crc32,
@@ -126,6 +127,17 @@ class Engine(Protocol):
     def losses(self) -> dict[str, int]: ...
 
 
+def refusal_text(refused: Any) -> str:
+    """A frame the signature check refused (ICD §9), named for the log: which node, which
+    seq and counter, why."""
+    frame = refused.frame
+    node = NODE_NAMES.get(frame.node, str(frame.node))
+    ctr = frame.signature.sig_ctr if getattr(frame, "signature", None) else None
+    signed = f", sig_ctr {ctr}" if ctr is not None else ""
+    name = getattr(frame, "name", "UNKNOWN")
+    return f"refused {refused.reason} frame from {node}: {name} seq {frame.seq}{signed}"
+
+
 class Compiled:
     """The pipeline in the calling thread; every op's outcome at once."""
 
@@ -140,8 +152,10 @@ class Compiled:
         tables: dict[str, Any] = {}
         nodes: tuple[int, ...] = ()
         balls = None
+        refusals: list[str] = []
         if op[0] == FEED:
             decoded = pipe.decoder.feed(op[1])
+            refusals = [refusal_text(r) for r in decoded.refused]
             tables = {k: v for k, v in decoded.tables.items() if k in HOST_TABLES}
             nodes = heard_from(decoded)
             balls = latest_balls(decoded)
@@ -160,7 +174,7 @@ class Compiled:
             step,
             bad_total,
             pipe.decoder.stats().bad if changed else None,  # None: as before
-            pipe.events.take_notices(),
+            refusals + pipe.events.take_notices(),
             pipe.events.losses(),
             vars(pipe.decoder.stats()) if op[0] == FLUSH else None,
             nodes,
