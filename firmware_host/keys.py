@@ -25,7 +25,7 @@ from .files import NotAFile, read_small
 KEY_FILE_MODE = 0o600
 
 
-class KeyFileError(ValueError):
+class KeyFileError(Exception):
     """An unusable key file or require list: one line, exit status 2."""
 
 

@@ -105,3 +105,33 @@ def test_the_hub_takes_only_signed_host_frames_once_bit_15_is_set():
     unsigned = parse_frame(encode_frame("PING", node=0x80, seq=9, token=1)[:-1])
     assert hub.receive(unsigned, 0.2)[0]["status"] == ACK_BAD_ARGUMENT
     assert HostCommands(signs=False).receive(parse_frame(setup[:-1]), 0.0)[0]["status"] == 1
+
+
+def test_a_key_file_is_made_0600_never_printed_and_refused_when_others_may_read_it(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from firmware_host.keys import KeyFileError, read_key_file
+
+    path = tmp_path / "table.key"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "firmware_host", *args]
+        return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+
+    made = cli("keys", "new", str(path))
+    assert made.returncode == 0 and "fingerprint" in made.stdout
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    key = read_key_file(path)
+    assert key.hex() not in made.stdout + made.stderr
+    again = cli("keys", "new", str(path))
+    assert again.returncode == 2 and "never replaced" in again.stderr
+    assert read_key_file(path) == key
+    path.chmod(0o640)
+    with pytest.raises(KeyFileError, match="others may read"):
+        read_key_file(path)
+    (tmp_path / "short.key").write_text("abcd\n")
+    (tmp_path / "short.key").chmod(0o600)
+    with pytest.raises(KeyFileError, match="not a key file"):
+        read_key_file(tmp_path / "short.key")
