@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from firmware_host.cli.main import main as cli
+from firmware_host.link.recorder import recorded_presses
 from firmware_host.pipeline import replay
-from firmware_host.recorder import recorded_presses
 from firmware_host.regress.cluster import SAMPLE_BYTES, connect, prepare
 from firmware_host.regress.corpus import find_recordings
 from firmware_host.regress.progress import Progress

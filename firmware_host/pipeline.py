@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.catalogue import KEYPAD_KEYS
-from protocol.decoder import Decoded, StreamDecoder
+from protocol.catalogue import KEYPAD_KEYS, NODE_NAMES
+from protocol.decoder import Conflict, Decoded, StreamDecoder
 from rules import Referee, RulesConfig
 
 from .fusion.stream import EventStream
@@ -42,6 +42,18 @@ def check_press(key: str, arg: int = 0) -> tuple[str, int]:
     return key, arg
 
 
+def conflict_text(conflict: Conflict) -> str:
+    """Both frames of a seq conflict in a few words, for the notice."""
+
+    def one(frame: Any) -> str:
+        if frame is None:
+            return "an earlier frame not kept"
+        fields = " ".join(f"{k}={v}" for k, v in getattr(frame, "fields", {}).items())
+        return f"{getattr(frame, 'name', 'UNKNOWN')} seq {frame.seq} t_us {frame.t_us} {fields}"
+
+    return f"{one(conflict.earlier)}; then {one(conflict.later)}"
+
+
 @dataclass
 class Step:
     """What one feed produced: the events it released and the lines they decided."""
@@ -53,8 +65,9 @@ class Step:
 class Pipeline:
     """Decoder → timing core and fusion → rules engine."""
 
-    def __init__(self, rules: RulesConfig | None = None) -> None:
-        self.decoder = StreamDecoder()
+    def __init__(self, rules: RulesConfig | None = None, signing: Any = None) -> None:
+        """``signing``: the table key's check (protocol.signing.SignatureCheck), or None."""
+        self.decoder = StreamDecoder(signing)
         self.events = EventStream()
         self.referee = Referee(config=rules or RulesConfig())
 
@@ -62,8 +75,17 @@ class Pipeline:
         return self.feed_decoded(self.decoder.feed(data), host_rx_ns)
 
     def feed_decoded(self, decoded: Decoded, host_rx_ns: int | None = None) -> Step:
-        """The stages after the decoder, for a caller that looks at the frames too."""
-        return self._judge(self.events.feed(decoded, host_rx_ns))
+        """The stages after the decoder, for a caller that looks at the frames too.
+
+        A seq conflict (two frames claiming one seq: a forger, issue 29) is told to the
+        referee after the events of the same feed, at the newest hub time.
+        """
+        step = self._judge(self.events.feed(decoded, host_rx_ns))
+        for conflict in decoded.conflicts:
+            node = NODE_NAMES.get(conflict.later.node, str(conflict.later.node))
+            t_us = self.events.timeline.hub_now
+            step.lines += self.referee.doubt(node, t_us, conflict_text(conflict))
+        return step
 
     def press(self, key: str, arg: int = 0, host_now_ns: int | None = None) -> Step:
         """A keypad press from the host (the referee's page, the broker): judged exactly as a

@@ -16,11 +16,13 @@ import zlib
 from dataclasses import dataclass
 
 from construct import (
+    Bytes,
     Checksum,
     Construct,
     FixedSized,
     GreedyBytes,
     GreedyString,
+    If,
     Int8ul,
     Int16ul,
     Int32ul,
@@ -38,6 +40,11 @@ MIN_BODY = HEADER_SIZE + CRC_SIZE
 MAX_BODY = 254
 MAX_PAYLOAD = MAX_BODY - MIN_BODY  # 240
 FLAG_RETRANSMISSION = 0x01
+FLAG_SIGNED = 0x02  # ICD §9: the body carries sig_ctr and a tag after the payload
+KEY_SIZE = 32  # SETUP_SIGNING.key
+TAG_SIZE = 8  # the first 8 bytes of HMAC-SHA256
+SIG_TRAILER = 4 + TAG_SIZE  # sig_ctr u32 + tag
+MAX_SIGNED_PAYLOAD = MAX_PAYLOAD - SIG_TRAILER  # 228
 
 NODE_NAMES: dict[int, str] = {
     0: "hub",
@@ -216,6 +223,13 @@ MESSAGES: tuple[MessageSpec, ...] = (
     ),
     MessageSpec(0x81, "REQUEST_HELLO", HOST_NODE, Struct(), "host asks the hub to say HELLO again"),
     MessageSpec(0x82, "PING", HOST_NODE, Struct("token" / Int32ul), "host link check"),
+    MessageSpec(
+        0x83,
+        "SETUP_SIGNING",
+        HOST_NODE,
+        Struct("key" / Bytes(KEY_SIZE), "require" / Int16ul),
+        "host sets the table's signing key and which nodes must sign (firmware 1.2, ICD §9)",
+    ),
 )
 
 BY_TYPE: dict[int, MessageSpec] = {spec.msg_type: spec for spec in MESSAGES}
@@ -262,7 +276,11 @@ def crc32(data: bytes) -> int:
     return zlib.crc32(data)
 
 
-# The whole frame body: header, payload sized by the caller, CRC over both.
+# A signed frame's trailer between payload and CRC (ICD §9); not part of the message's fields.
+Signature = Struct("sig_ctr" / Int32ul, "tag" / Bytes(TAG_SIZE))
+
+# The whole frame body: header, payload sized by the caller, the signature when flags bit 1
+# is set, CRC over all of it.
 Body = Struct(
     "data"
     / RawCopy(
@@ -275,6 +293,7 @@ Body = Struct(
                     this.header.msg_type, {s.msg_type: s.payload for s in MESSAGES}, GreedyBytes
                 ),
             ),
+            "signature" / If(this.header.flags & FLAG_SIGNED, Signature),
         )
     ),
     "crc" / Checksum(Int32ul, lambda data: crc32(data), this.data.data),

@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from . import kernels as k
-from .catalogue import BY_TYPE, HEADER_SIZE, crc32
-from .framing import BadFrame, Message, Retransmission, UnknownFrame, parse_body
+from .catalogue import BY_TYPE, FLAG_SIGNED, HEADER_SIZE, MAX_BODY, NODE_IDS, NODE_NAMES, crc32
+from .framing import BadFrame, Message, Refused, Retransmission, UnknownFrame, parse_body
 from .layout import COUNTED, GREEDY, PREFIX_SIZE, all_layouts, layout, rule_table
-from .seqwindow import seq_states
+from .seqwindow import CONFLICT, REBOOT, seq_states
+from .signing import ACCEPT, REFUSALS, SignatureCheck
 
 FRAME_DTYPE = np.dtype(
     [
@@ -41,18 +42,27 @@ FRAME_DTYPE = np.dtype(
         ("row", "<i8"),  # row in tables[name] (OK) or in unknown (UNKNOWN)
         ("seq_mark", "u1"),  # what its seq says (protocol.seqwindow: NEXT, GAP, LATE ...)
         ("seq_gap", "<u2"),  # GAP: frames of its node missing just before it
+        ("sig_ctr", "<u4"),  # a signed frame's counter (flags bit 1, ICD §9); else 0
+        ("tag", "<u8"),  # a signed frame's 8-byte tag, little-endian; else 0
+        ("prior", "<i4"),  # CONFLICT: where in raw the earlier frame of that seq is (-1: not)
+        ("prior_len", "u1"),  # and its header + payload bytes
     ]
 )
 _RULES = rule_table()
 _REC_SIZE = np.zeros(256, np.int64)
 for _lay in all_layouts():
     _REC_SIZE[_lay.spec.msg_type] = _lay.dtype.itemsize
+#: The nodes whose newest frame is kept for a seq conflict's report: the radio nodes a
+#: forger can imitate (ICD §9); a conflict on a wired node is counted and shown all the same.
+_RADIO_NODES = np.zeros(256, np.int64)
+_RADIO_NODES[[NODE_IDS["cue"], NODE_IDS["keypad"]]] = 1
 _CHECKS = k.FrameChecks(rules=_RULES, crc_tables=k.CRC_TABLES)
 _NAMES = {spec.msg_type: spec.name for spec in BY_TYPE.values()}
 STATUS_NAMES = {
     k.OK: "ok",
     k.UNKNOWN: "unknown",
     k.DUPLICATE: "duplicate",
+    **{k.UNSIGNED + i: reason for i, reason in enumerate(k.REFUSALS)},
     **{k.BAD_COBS + i: reason for i, reason in enumerate(k.BAD_REASONS)},
 }
 
@@ -68,10 +78,24 @@ class Stats:
     bad: dict[str, int] = field(default_factory=dict)
     lost: dict[int, int] = field(default_factory=dict)
     per_type: dict[str, int] = field(default_factory=dict)
+    signed: int = 0  # frames with flags bit 1 (verified only when a key is held)
+    conflicts: dict[str, int] = field(default_factory=dict)  # node -> seq conflicts
+    refused: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> reason -> n
 
     @property
     def bad_total(self) -> int:
         return sum(self.bad.values())
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two frames of one node claiming one ``seq`` with different content, neither a
+    retransmission (seqwindow.CONFLICT): one of them was forged.  ``earlier`` is None
+    when the decoder could not keep it.  Both stay in the timeline; the shot the later
+    one falls in is the referee's for what it touches."""
+
+    earlier: Message | UnknownFrame | None
+    later: Message
 
 
 @dataclass
@@ -84,6 +108,8 @@ class Decoded:
     pending_bytes: int = 0  # an unfinished frame after this feed
     stats: Stats | None = None  # totals, filled in by decode_capture
     duplicates: list[Retransmission] = field(default_factory=list)  # row of a DUPLICATE frame
+    refused: list[Refused] = field(default_factory=list)  # row of a refused frame (ICD §9)
+    conflicts: list[Conflict] = field(default_factory=list)  # seq reused, other content
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -99,6 +125,8 @@ class Decoded:
                 yield self.unknown[int(f["row"])]
             elif status == k.DUPLICATE:
                 yield self.duplicates[int(f["row"])]
+            elif k.UNSIGNED <= status <= k.REPLAYED:
+                yield self.refused[int(f["row"])]
             elif status >= k.BAD_COBS:
                 yield BadFrame(STATUS_NAMES[status], int(f["offset"]), int(f["length"]))
 
@@ -111,7 +139,9 @@ def record_fields(rec: np.void) -> dict[str, Any]:
         value = rec[name]
         if lay.rule == COUNTED and name == "count":
             continue
-        if value.shape:
+        if value.dtype == np.uint8 and value.shape:  # a fixed run of bytes (SETUP_SIGNING.key)
+            fields[name] = value.tobytes()
+        elif value.shape:
             items = value[: int(rec["count"])]
             fields[name] = [{n: int(item[n]) for n in items.dtype.names} for item in items]
         elif lay.rule == GREEDY and name == lay.payload_names[-1]:
@@ -131,7 +161,7 @@ def record_message(rec: np.void) -> Message:
         int(rec["node"]),
         int(rec["seq"]),
         int(rec["t_us"]),
-        int(rec["flags"]),
+        int(rec["flags"]) & ~k.RECORD_CONFLICT,
         record_fields(rec),
         int(rec["offset"]),
         int(rec["version"]),
@@ -142,10 +172,14 @@ class StreamDecoder:
     """Feed byte chunks of any size; get what each completes.
 
     State across chunks: the partial frame (at most one maximum frame), the
-    per-node ``seq`` windows and loss counts, the hub's ``boot_id``.
+    per-node ``seq`` windows and loss counts, the hub's ``boot_id``.  With a
+    ``signing`` check (the table's key, ICD §9) every frame it must see is
+    held by the kernel and decided here before it counts: a refused frame
+    never reaches the tables, so never the timeline.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, signing: SignatureCheck | None = None) -> None:
+        self.signing = signing
         self._pending = np.zeros(0, np.uint8)
         self._offset = 0  # stream offset of _pending[0]
         self._overflow_start = -1
@@ -154,9 +188,16 @@ class StreamDecoder:
             boot=np.zeros(2, np.int64),
             lost=np.zeros(256, np.int64),
             bad=np.zeros(len(k.BAD_REASONS), np.int64),
-            misc=np.zeros(4, np.int64),
+            misc=np.zeros(k.MISC_COUNTERS, np.int64),
+            hold=signing.hold_mask() if signing else np.zeros(256, np.int64),
+            last_crc=np.zeros(256, np.int64),
+            last_body=np.zeros((256, MAX_BODY), np.uint8),
+            last_len=np.zeros(256, np.int64),
+            keep_prior=_RADIO_NODES,
+            conflicts=np.zeros(256, np.int64),
         )
         self._per_type = np.zeros(256, np.int64)
+        self._signed = 0
 
     @property
     def pending_bytes(self) -> int:
@@ -204,9 +245,71 @@ class StreamDecoder:
             start = region[t]
             records = out.records[start : start + sizes[t]]
             tables[lay.spec.name] = records.view(lay.dtype)[: out.per_type[t]]
+        self._signed += int(np.count_nonzero(frames["flags"] & FLAG_SIGNED))
+        refused: list[Refused] = []
+        priors: dict[int, bytes] = {}
+        if self.signing is not None:
+            refused, priors = self._decide_held(frames, out.raw, tables)
+            self.signing.save()  # the counters are on disk before anything they let through
+        conflicts = _conflicts(frames, out.raw, tables, priors)
         unknown = self._kept_aside(frames, out.raw, k.UNKNOWN)
         duplicates = [Retransmission(m) for m in self._kept_aside(frames, out.raw, k.DUPLICATE)]
-        return Decoded(frames, tables, unknown, self.pending_bytes, None, duplicates)
+        return Decoded(
+            frames, tables, unknown, self.pending_bytes, None, duplicates, refused, conflicts
+        )
+
+    def _decide_held(
+        self, frames: np.ndarray, raw: np.ndarray, tables: dict[str, np.ndarray]
+    ) -> tuple[list[Refused], dict[int, bytes]]:
+        """The frames the kernel held for the signature check, in stream order: a refused one
+        is filed aside, an accepted one goes through the seq window as the kernel would have
+        taken it and joins its type's records (in stream order).  Only frames of the nodes
+        that must sign, and signed ones, come here: a few per second at a real table.
+        Returns the refused frames and, per frame row of a seq conflict, the earlier frame."""
+        assert self.signing is not None
+        refused: list[Refused] = []
+        priors: dict[int, bytes] = {}
+        added: dict[int, list[tuple[int, bytes]]] = {}
+        acc = self._accounts
+        for r in np.flatnonzero(frames["status"] == k.HELD).tolist():
+            f = frames[r]
+            s = int(f["row"])
+            part = raw[s : s + int(f["length"])].tobytes()
+            signed = bool(f["flags"] & FLAG_SIGNED)
+            tag = int(f["tag"]).to_bytes(8, "little") if signed else None
+            verdict = self.signing.decide(part, int(f["sig_ctr"]) if signed else None, tag)
+            if verdict in REFUSALS:
+                f["status"] = k.UNSIGNED + REFUSALS.index(verdict)
+                refused.append(Refused(_parse_kept(f, raw), verdict))
+                f["row"] = len(refused) - 1
+                continue
+            rebooted = False
+            if part[1] == k._HELLO and f["node"] == 0:
+                rebooted = k._note_boot(int.from_bytes(part[14:18], "little"), acc)
+            full = _with_trailer(f, part)
+            body = np.frombuffer(full + crc32(full).to_bytes(4, "little"), np.uint8).copy()
+            node = int(f["node"])
+            newest = acc.last_body[node, : acc.last_len[node]].tobytes()
+            mark, missing = k._account_seq(body, len(part), acc)
+            f["seq_mark"] = REBOOT if rebooted else mark
+            f["seq_gap"] = missing
+            if mark == CONFLICT:
+                priors[r] = newest
+                part = part[:3] + bytes([part[3] | k.RECORD_CONFLICT]) + part[4:]
+            if verdict != ACCEPT or mark == k.SEQ_DUPLICATE:
+                acc.misc[k.M_DUPLICATES] += 1
+                f["status"] = k.DUPLICATE  # row stays: its body is in raw
+            elif part[1] not in BY_TYPE:
+                acc.misc[k.M_UNKNOWN] += 1
+                f["status"] = k.UNKNOWN
+            else:
+                acc.misc[k.M_FRAMES] += 1
+                f["status"] = k.OK
+                added.setdefault(part[1], []).append((r, part))
+        for msg_type, items in added.items():
+            _merge_records(frames, tables, msg_type, items)
+            self._per_type[msg_type] += len(items)
+        return refused, priors
 
     def _hold(self, buf: np.ndarray, consumed: int) -> None:
         """Keep the unfinished frame after ``consumed``, unless it is too long.
@@ -233,12 +336,8 @@ class StreamDecoder:
         found: list[Any] = []
         for r in np.flatnonzero(frames["status"] == status):
             f = frames[r]
-            s = int(f["row"])
-            body = raw[s : s + int(f["length"])].tobytes()
-            f["row"] = len(found)
-            parsed = parse_body(body + crc32(body).to_bytes(4, "little"), int(f["offset"]))
-            assert not isinstance(parsed, BadFrame), parsed  # the kernel checked it
-            found.append(parsed)
+            found.append(_parse_kept(f, raw))
+            f["row"] = len(found) - 1
         return found
 
     def stats(self) -> Stats:
@@ -251,15 +350,87 @@ class StreamDecoder:
             bad={reason: int(c) for reason, c in zip(k.BAD_REASONS, acc.bad) if c},
             lost={node: int(c) for node, c in enumerate(acc.lost) if c},
             per_type={_NAMES[t]: int(c) for t, c in enumerate(self._per_type) if c},
+            signed=self._signed,
+            conflicts={_node(n): int(c) for n, c in enumerate(acc.conflicts) if c},
+            refused=self.signing.counts() if self.signing is not None else {},
         )
 
 
-def decode_capture(data: bytes | np.ndarray) -> Decoded:
+def _parse_kept(f: np.void, raw: np.ndarray) -> Message | UnknownFrame:
+    """A frame whose header and payload the kernel kept in ``raw`` (at ``row``), parsed as
+    it came: a signed one gets its trailer back from the frame table, then the CRC."""
+    s = int(f["row"])
+    body = _with_trailer(f, raw[s : s + int(f["length"])].tobytes())
+    parsed = parse_body(body + crc32(body).to_bytes(4, "little"), int(f["offset"]))
+    assert not isinstance(parsed, BadFrame), parsed  # the kernel checked it
+    return parsed
+
+
+def _node(node: int) -> str:
+    return NODE_NAMES.get(node, f"node {node}")
+
+
+def _conflicts(
+    frames: np.ndarray, raw: np.ndarray, tables: dict[str, np.ndarray], priors: dict[int, bytes]
+) -> list[Conflict]:
+    """The seq conflicts of one feed, each with its earlier frame where it was kept."""
+    out = []
+    for r in np.flatnonzero(frames["seq_mark"] == CONFLICT).tolist():
+        f = frames[r]
+        later = record_message(tables[_NAMES[int(f["msg_type"])]][f["row"]])
+        earlier = priors.get(r)
+        if earlier is None and f["prior"] >= 0:
+            earlier = raw[f["prior"] : f["prior"] + f["prior_len"]].tobytes()
+        out.append(Conflict(_parse_unsigned(earlier) if earlier else None, later))
+    return out
+
+
+def _parse_unsigned(part: bytes) -> Message | UnknownFrame:
+    """Header and payload kept without their signature trailer, parsed as unsigned."""
+    body = part[:3] + bytes([part[3] & ~FLAG_SIGNED & 0xFF]) + part[4:]
+    parsed = parse_body(body + crc32(body).to_bytes(4, "little"))
+    assert not isinstance(parsed, BadFrame), parsed  # the kernel checked it
+    return parsed
+
+
+def _with_trailer(f: np.void, part: bytes) -> bytes:
+    """A frame's header and payload with its signature trailer back (if it has one)."""
+    if f["flags"] & FLAG_SIGNED:
+        return part + int(f["sig_ctr"]).to_bytes(4, "little") + int(f["tag"]).to_bytes(8, "little")
+    return part
+
+
+def _merge_records(
+    frames: np.ndarray, tables: dict[str, np.ndarray], msg_type: int, items: list[tuple[int, bytes]]
+) -> None:
+    """Accepted held frames (frame row, header + payload) join their type's records in stream
+    order; every frame of that type gets its row in the merged table."""
+    lay = layout(msg_type)
+    name = lay.spec.name
+    old = tables.get(name, np.zeros(0, lay.dtype))
+    add = np.zeros(len(items), lay.dtype)
+    cells = add.view(np.uint8).reshape(len(items), lay.dtype.itemsize)
+    for i, (r, part) in enumerate(items):
+        prefix = int(frames[r]["offset"]).to_bytes(8, "little", signed=True)
+        row = prefix + bytes([len(part) - HEADER_SIZE]) + part
+        cells[i, : len(row)] = np.frombuffer(row, np.uint8)
+    merged = np.concatenate((old, add))
+    order = np.argsort(merged["offset"], kind="stable")
+    place = np.empty_like(order)
+    place[order] = np.arange(len(order))
+    mine = np.flatnonzero((frames["status"] == k.OK) & (frames["msg_type"] == msg_type))
+    new_rows = {r: len(old) + i for i, (r, _) in enumerate(items)}
+    for r in mine.tolist():
+        frames[r]["row"] = place[new_rows.get(r, int(frames[r]["row"]))]
+    tables[name] = merged[order]
+
+
+def decode_capture(data: bytes | np.ndarray, signing: SignatureCheck | None = None) -> Decoded:
     """A whole capture in one kernel pass, with its totals in ``stats``.
 
     A trailing partial frame is left out (``Decoded.pending_bytes``).
     """
-    decoder = StreamDecoder()
+    decoder = StreamDecoder(signing)
     decoded = decoder.feed(data)
     decoded.stats = decoder.stats()
     return decoded

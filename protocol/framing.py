@@ -16,10 +16,12 @@ from construct import ChecksumError, ConstructError
 from .catalogue import (
     BY_NAME,
     BY_TYPE,
+    FLAG_SIGNED,
     HEADER_SIZE,
     MAX_BODY,
     MIN_BODY,
     PROTOCOL_VERSION,
+    SIG_TRAILER,
     Body,
     Header,
     crc32,
@@ -46,6 +48,19 @@ class Message:
     fields: dict[str, Any] = field(default_factory=dict)
     offset: int = -1
     version: int = PROTOCOL_VERSION
+    signature: Signature | None = None  # a signed frame's trailer (ICD §9), not a field
+
+    @property
+    def signed(self) -> bool:
+        return self.signature is not None
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A signed frame's trailer (flags bit 1, ICD §9): the sender's counter and the tag."""
+
+    sig_ctr: int
+    tag: bytes
 
 
 @dataclass(frozen=True)
@@ -87,11 +102,18 @@ def build_body(
     t_us: int = 0,
     flags: int = 0,
     version: int = PROTOCOL_VERSION,
+    sign_with: tuple[bytes, int] | None = None,
     **fields: Any,
 ) -> bytes:
-    """Header + payload + CRC for one message; ``node`` defaults to the ICD sender."""
+    """Header + payload (+ signature) + CRC for one message; ``node`` defaults to the ICD sender.
+
+    ``sign_with=(key, sig_ctr)`` makes a signed frame (ICD §9): flags bit 1 set, the
+    counter and the tag over the header (bit 0 cleared), the payload and the counter.
+    """
     spec = BY_NAME[msg] if isinstance(msg, str) else BY_TYPE[msg]
     payload = spec.payload.build(fields)
+    if sign_with is not None:
+        flags |= FLAG_SIGNED
     header = {
         "version": version,
         "msg_type": spec.msg_type,
@@ -100,8 +122,16 @@ def build_body(
         "seq": seq & 0xFFFF,
         "t_us": t_us & 0xFFFFFFFF,
     }
+    signature = None
+    if sign_with is not None:
+        from .signing import tag_of
+
+        key, sig_ctr = sign_with
+        signed_part = Header.build(header) + payload
+        signature = {"sig_ctr": sig_ctr, "tag": tag_of(key, signed_part, sig_ctr)}
     return Body.build(
-        {"data": {"value": {"header": header, "payload": fields}}}, payload_len=len(payload)
+        {"data": {"value": {"header": header, "payload": fields, "signature": signature}}},
+        payload_len=len(payload),
     )
 
 
@@ -127,6 +157,15 @@ class Retransmission:
     frame: Message | UnknownFrame
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A good frame the signature check refused (ICD §9): ``reason`` is ``unsigned``,
+    ``bad_tag`` or ``replayed``; shown by the printer, never reaching the timeline."""
+
+    frame: Message | UnknownFrame
+    reason: str
+
+
 def parse_frame(encoded: bytes, offset: int = -1) -> Message | BadFrame | UnknownFrame:
     """Decode the bytes between two delimiters, checking in the ICD's order.
 
@@ -149,7 +188,10 @@ def parse_body(body: bytes, offset: int = -1, length: int = 0) -> Message | BadF
         return BadFrame("crc", offset, length)
     if body[0] != PROTOCOL_VERSION:
         return BadFrame("version", offset, length)
-    payload = body[HEADER_SIZE:-4]
+    signed = bool(body[3] & FLAG_SIGNED)
+    if signed and len(body) < MIN_BODY + SIG_TRAILER:
+        return BadFrame("payload length", offset, length)
+    payload = body[HEADER_SIZE : -4 - SIG_TRAILER if signed else -4]
     msg_type = body[1]
     if msg_type not in BY_TYPE:
         h = Header.parse(body)
@@ -161,6 +203,7 @@ def parse_body(body: bytes, offset: int = -1, length: int = 0) -> Message | BadF
     except (ChecksumError, ConstructError, UnicodeDecodeError):
         return BadFrame("payload length", offset, length)
     h = parsed.header
+    sig = parsed.signature
     return Message(
         BY_TYPE[msg_type].name,
         msg_type,
@@ -171,4 +214,5 @@ def parse_body(body: bytes, offset: int = -1, length: int = 0) -> Message | BadF
         _plain(parsed.payload),
         offset,
         h.version,
+        Signature(sig.sig_ctr, bytes(sig.tag)) if sig is not None else None,
     )

@@ -21,17 +21,20 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .catalogue import HEADER_SIZE, MAX_BODY, MIN_BODY, PROTOCOL_VERSION
+from .catalogue import FLAG_SIGNED, HEADER_SIZE, MAX_BODY, MIN_BODY, PROTOCOL_VERSION, SIG_TRAILER
 from .layout import PREFIX_SIZE
+from .seqwindow import CONFLICT, GAP, LATE, NONE, REBOOT, account, reuses_newest
 from .seqwindow import DUPLICATE as SEQ_DUPLICATE
-from .seqwindow import GAP, LATE, NONE, REBOOT, account
 
 # Bytes between two delimiters of the longest valid frame: a 254-byte body
 # needs one COBS code byte.
 MAX_ENCODED = MAX_BODY + 1
 
-# Frame status codes in the frame table.
-OK, UNKNOWN, DUPLICATE = 0, 1, 2
+# Frame status codes in the frame table.  HELD: a frame the signature check must see
+# before it counts (ICD §9, protocol.signing); it leaves the decoder as OK, DUPLICATE or
+# one of the three refusals.
+OK, UNKNOWN, DUPLICATE, HELD, UNSIGNED, BAD_TAG, REPLAYED = 0, 1, 2, 3, 4, 5, 6
+REFUSALS = ("unsigned", "bad_tag", "replayed")  # statuses UNSIGNED, BAD_TAG, REPLAYED
 BAD_COBS, BAD_CRC, BAD_LENGTH, BAD_VERSION, BAD_PAYLOAD = 10, 11, 12, 13, 14
 BAD_REASONS = ("cobs", "crc", "length", "version", "payload length")
 
@@ -40,7 +43,11 @@ _KNOWN, _RULE, _BASE, _ITEM, _COUNT_AT, _MAX_ITEMS = range(6)
 _COUNTED, _GREEDY = 1, 2
 
 # misc counters
-M_FRAMES, M_UNKNOWN, M_DUPLICATES, M_BOOTS = range(4)
+M_FRAMES, M_UNKNOWN, M_DUPLICATES, M_BOOTS, M_CONFLICTS = range(5)
+MISC_COUNTERS = 5
+# A record's flags bit the host sets (the wire's is always 0, ICD §3): its frame reused the
+# seq of its node's newest frame with other content (seqwindow.CONFLICT).
+RECORD_CONFLICT = 0x80
 
 _HELLO = 0x01
 _BOOT_ID_AT = HEADER_SIZE + 4  # HELLO.boot_id; checked against the catalogue in tests
@@ -61,12 +68,21 @@ class FrameChecks(NamedTuple):
 class StreamAccounts(NamedTuple):
     """A stream's running accounts, carried from chunk to chunk; all int64.
 
+    ``hold`` (256,): per node, which frames wait for the signature check
+    (:mod:`protocol.signing`) instead of being taken: 0 none (no key), 1 every
+    frame (the node must sign), 2 its signed frames only.
     ``seq_state`` (256, ``seqwindow.STATE_COLUMNS``): per node its window of
     recent seqs (:mod:`protocol.seqwindow`, the one rule of gap, late,
     duplicate and restart).  ``boot`` (2,): [a hub HELLO seen, its
     boot_id].  ``lost`` (256,): frames lost per node.  ``bad``
-    (len(BAD_REASONS),): bad frames per reason.  ``misc`` (4,): the ``M_*``
-    counters (frames, unknown, duplicates, hub reboots).
+    (len(BAD_REASONS),): bad frames per reason.  ``misc`` (MISC_COUNTERS,): the
+    ``M_*`` counters (frames, unknown, duplicates, hub reboots, seq conflicts).
+    ``last_crc`` (256,): per node the CRC of its newest frame, the content a
+    frame reusing its seq is compared with; ``last_body`` uint8 (256,
+    MAX_BODY) and ``last_len`` (256,): that frame's header and payload, for
+    the report of a conflict, kept only for the nodes ``keep_prior`` (256,)
+    names (the radio nodes: copying every tracker frame cost the decoder a
+    fifth of its time).  ``conflicts`` (256,): seq conflicts per node.
     """
 
     seq_state: np.ndarray
@@ -74,6 +90,12 @@ class StreamAccounts(NamedTuple):
     lost: np.ndarray
     bad: np.ndarray
     misc: np.ndarray
+    hold: np.ndarray
+    last_crc: np.ndarray
+    last_body: np.ndarray
+    last_len: np.ndarray
+    keep_prior: np.ndarray
+    conflicts: np.ndarray
 
 
 class FrameTables(NamedTuple):
@@ -83,7 +105,8 @@ class FrameTables(NamedTuple):
     delimiter.  ``records``: uint8, zeroed; type t's records start at
     ``region[t]`` and are ``rec_size[t]`` bytes each (int64 (256,) both);
     ``per_type`` (int64 (256,)) counts them.  ``raw``: uint8, as long as the
-    buffer, the bodies of frames of unknown type.
+    buffer, the bodies of frames of unknown type, of retransmissions and of
+    frames held for the signature check.
     """
 
     frames: np.ndarray
@@ -156,6 +179,12 @@ def _u16(b: np.ndarray, i: int) -> int:
 def _u32(b: np.ndarray, i: int) -> int:
     """The little-endian uint32 at b[i] (the wire's byte order, ICD §3)."""
     return _u16(b, i) | (_u16(b, i + 2) << 16)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _u64(b: np.ndarray, i: int) -> np.uint64:
+    """The 8 bytes at b[i] as a little-endian uint64 (a signed frame's tag, kept whole)."""
+    return np.uint64(_u32(b, i)) | (np.uint64(_u32(b, i + 4)) << np.uint64(32))
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -278,7 +307,7 @@ def scan(
     """
     rules, crc_tables = checks
     frames, per_type, region, rec_size, records, raw = out
-    seq_state, lost, bad, misc = accounts.seq_state, accounts.lost, accounts.bad, accounts.misc
+    bad, misc, hold = accounts.bad, accounts.misc, accounts.hold
     body = np.empty(buf.size + 1, np.uint8)  # the un-stuffed frame
     n = i = raw_used = 0  # frames filed, the next frame's start in buf, bytes of raw used
     while i < buf.size:
@@ -303,14 +332,14 @@ def scan(
             _file_bad(f, frame_offset, length, status, bad)
             continue
         _file_header(f, frame_offset, body, body_len)
+        if _held(hold, body):  # the signature check decides, then accounts it (in Python)
+            raw_used = _keep_body(f, body, body_len, raw, raw_used)
+            f["status"] = HELD
+            continue
         rebooted = False
         if body[1] == _HELLO and status == OK and body[2] == 0:
             rebooted = _note_boot(_u32(body, _BOOT_ID_AT), accounts)
-        mark, missing = account(seq_state[body[2]], _u16(body, 4), (body[3] & 1) != 0)
-        if mark == GAP:
-            lost[body[2]] += missing
-        elif mark == LATE:
-            lost[body[2]] -= 1  # a frame counted lost has arrived after all
+        mark, missing = _account_seq(body, body_len, accounts)
         f["seq_mark"] = REBOOT if rebooted else mark
         f["seq_gap"] = missing
         duplicate = mark == SEQ_DUPLICATE
@@ -319,16 +348,86 @@ def scan(
             # record the pipeline would take twice; raw holds len(buf) >= every body's bytes
             misc[M_DUPLICATES if duplicate else M_UNKNOWN] += 1
             status = DUPLICATE if duplicate else UNKNOWN
-            f["row"] = raw_used
-            raw[raw_used : raw_used + body_len] = body[:body_len]
-            raw_used += body_len
+            raw_used = _keep_body(f, body, body_len, raw, raw_used)
         else:
             misc[M_FRAMES] += 1
+            if mark == CONFLICT:  # the earlier frame of that seq, for the report
+                raw_used = _keep_prior(f, body[2], accounts, raw, raw_used)
+                body[3] |= RECORD_CONFLICT  # the record says so (the frame table has the wire's)
             f["row"] = _write_record(
                 body, body_len, frame_offset, per_type, region, rec_size, records
             )
         f["status"] = status
     return n, i
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _held(hold: np.ndarray, body: np.ndarray) -> bool:
+    """Whether the signature check must see this frame before it counts (ICD §9): every
+    frame of a node that must sign (``hold`` 1), the signed ones of the others (2)."""
+    held = hold[body[2]]
+    return held == 1 or (held == 2 and body[3] & FLAG_SIGNED != 0)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _keep_body(f: np.void, body: np.ndarray, body_len: int, raw: np.ndarray, used: int) -> int:
+    """Keep a frame's header and payload in ``raw`` (its ``row`` = where); returns raw used.
+
+    For the frames that are not records: an unknown type, a retransmission, a frame held
+    for the signature check.  ``raw`` is as long as the buffer, so there is always room.
+    """
+    f["row"] = used
+    raw[used : used + body_len] = body[:body_len]
+    return used + body_len
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _keep_prior(f: np.void, node: int, accounts: StreamAccounts, raw: np.ndarray, used: int) -> int:
+    """A conflict's earlier frame (its node's newest) kept in ``raw`` at ``f["prior"]``.
+
+    ``raw`` is as long as the buffer; a long earlier frame after many short conflicts
+    might not fit, so room is checked (``prior`` stays -1 then, as for a node whose
+    frames are not kept).  Its bytes are
+    header and payload as sent, without a signed frame's trailer.
+    """
+    n = accounts.last_len[node]
+    if n == 0 or used + n > raw.size:  # conflicts of short frames after a long one: not all kept
+        return used
+    f["prior"] = used
+    f["prior_len"] = n
+    raw[used : used + n] = accounts.last_body[node, :n]
+    return used + n
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _account_seq(body: np.ndarray, body_len: int, accounts: StreamAccounts) -> tuple[int, int]:
+    """(seq mark, frames missing before it) of a checked frame, its node's accounts updated.
+
+    A frame that reuses the seq of its node's newest frame with another CRC is a
+    CONFLICT (two senders, one a forger): counted, and the window left as it was, so
+    the genuine frames that follow still count as NEXT.  Otherwise the seq window's
+    rule (:func:`seqwindow.account`), and the node's losses.
+    """
+    node = body[2]
+    seq = _u16(body, 4)
+    retx = (body[3] & 1) != 0
+    crc = _u32(body, body_len + (SIG_TRAILER if body[3] & FLAG_SIGNED else 0))
+    row = accounts.seq_state[node]
+    if reuses_newest(row, seq, retx) and crc != accounts.last_crc[node]:
+        accounts.conflicts[node] += 1
+        accounts.misc[M_CONFLICTS] += 1
+        return CONFLICT, 0
+    mark, missing = account(row, seq, retx)
+    if mark != SEQ_DUPLICATE and mark != LATE:
+        accounts.last_crc[node] = crc
+        if accounts.keep_prior[node]:
+            accounts.last_body[node, :body_len] = body[:body_len]
+            accounts.last_len[node] = body_len
+    if mark == GAP:
+        accounts.lost[node] += missing
+    elif mark == LATE:
+        accounts.lost[node] -= 1  # a frame counted lost has arrived after all
+    return mark, missing
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
@@ -358,6 +457,10 @@ def _check_frame(
         return BAD_CRC, body_len
     if body[0] != PROTOCOL_VERSION:
         return BAD_VERSION, body_len
+    if body[3] & FLAG_SIGNED:  # ICD §9: sig_ctr and tag sit between payload and CRC
+        data_len -= SIG_TRAILER
+        if data_len < HEADER_SIZE:
+            return BAD_PAYLOAD, body_len
     return _payload_status(body, 0, data_len, rules), data_len
 
 
@@ -379,6 +482,10 @@ def _file_bad(f: np.void, frame_offset: int, length: int, status: int, bad: np.n
     f["t_us"] = 0
     f["seq_mark"] = NONE
     f["seq_gap"] = 0
+    f["sig_ctr"] = 0
+    f["tag"] = 0
+    f["prior"] = -1
+    f["prior_len"] = 0
     f["status"] = status
 
 
@@ -397,6 +504,16 @@ def _file_header(f: np.void, frame_offset: int, body: np.ndarray, body_len: int)
     f["seq"] = _u16(body, 4)
     f["t_us"] = _u32(body, 6)
     f["length"] = body_len
+    f["seq_mark"] = NONE
+    f["seq_gap"] = 0
+    f["prior"] = -1
+    f["prior_len"] = 0
+    if body[3] & FLAG_SIGNED:  # the trailer after the payload (ICD §9)
+        f["sig_ctr"] = _u32(body, body_len)
+        f["tag"] = _u64(body, body_len + 4)
+    else:
+        f["sig_ctr"] = 0
+        f["tag"] = 0
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-from construct import Construct, FocusedSeq, FormatField, Renamed, StringEncoded, Struct
+from construct import Bytes, Construct, FocusedSeq, FormatField, Renamed, StringEncoded, Struct
 
 from .catalogue import BY_TYPE, HEADER_SIZE, MESSAGES, Header, MessageSpec
 
@@ -93,6 +93,11 @@ def _walk(spec: MessageSpec) -> tuple[list, int, int, int, int, list[Field]]:
             size = inner.sizeof()
             numpy_fields.append((sub.name, np_type))
             fields.append(Field(sub.name, offset, size, f"u{size * 8}"))
+            offset += size
+        elif isinstance(inner, Bytes):  # a fixed run of raw bytes (SETUP_SIGNING.key)
+            size = inner.sizeof()
+            numpy_fields.append((sub.name, "u1", (size,)))
+            fields.append(Field(sub.name, offset, size, f"{size} bytes"))
             offset += size
         elif isinstance(inner, FocusedSeq):  # PrefixedArray(count, Struct)
             _count, items = inner.subcons

@@ -18,6 +18,11 @@ heard).  So a frame is, against the newest ``seq`` of its node:
                never delivered twice)
 ``RESTART``    behind (or equal) and *not* a retransmission: the node
                restarted its counter on its own
+``CONFLICT``   the very ``seq`` of the node's newest frame again, *not* a
+               retransmission and with other content (another CRC): two
+               senders claim one ``seq``, one of them a forger (issue 29).
+               Marked by the decoder (which knows the content), never by
+               :func:`classify`; the window stays as it was
 =============  ===========================================================
 
 A retransmission is never a restart, however late (issue 30: one 100
@@ -51,8 +56,8 @@ STATE_COLUMNS = RING + _WORDS
 
 # Marks: what a frame's seq says (the frame table's ``seq_mark``).  NONE: a bad frame;
 # REBOOT: the hub HELLO with a new boot_id, which restarts every node's counter.
-NONE, FIRST, NEXT, GAP, LATE, DUPLICATE, RESTART, REBOOT = range(8)
-MARK_NAMES = ("-", "first", "next", "gap", "late", "duplicate", "restart", "reboot")
+NONE, FIRST, NEXT, GAP, LATE, DUPLICATE, RESTART, REBOOT, CONFLICT = range(9)
+MARK_NAMES = ("-", "first", "next", "gap", "late", "duplicate", "restart", "reboot", "conflict")
 
 
 def seq_states(nodes: int = 256) -> np.ndarray:
@@ -88,6 +93,13 @@ def classify(row: np.ndarray, seq: int, retx: bool) -> tuple[int, int]:
     if d == 0 or SEQ_MOD - d >= WINDOW or _seen(row, seq):
         return DUPLICATE, 0
     return LATE, 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def reuses_newest(row: np.ndarray, seq: int, retx: bool) -> bool:
+    """A frame that is not a retransmission claims the ``seq`` of the node's newest frame:
+    a conflict if its content differs (the caller compares), else a plain repeat."""
+    return row[HAS] != 0 and not retx and seq == row[LAST]
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

@@ -127,6 +127,9 @@ class Referee:
         self._played = False
         self._last: _Decided | None = None
         self._rack_notice = ""
+        #: items whose fouls the running (or next) shot leaves to the referee: a node whose
+        #: frames decide them had its seq claimed twice (a forger, :meth:`doubt`)
+        self._doubted: set[str] = set()
 
     @property
     def sensors(self) -> SensorSet:
@@ -250,7 +253,9 @@ class Referee:
     def _early(self, shot: Shot, ev: Event) -> list[Line]:
         """A double hit or push lights the lamp now; the shot's verdict repeats it."""
         fresh = [
-            f for f in early_fouls(shot, self.sensors, self.config) if f.rule not in shot.announced
+            f
+            for f in early_fouls(shot, self.sensors, self.config)
+            if f.rule not in shot.announced and _item(f.rule) not in self._doubted
         ]
         if not fresh:
             return []
@@ -277,6 +282,11 @@ class Referee:
         moved = _moved_findings(shot, self.config)
         fouls = shot.fouls + moved.fouls + stroke.fouls + result.fouls
         still_open = shot.open + moved.open + stroke.open + result.open
+        if self._doubted:
+            doubted = [f for f in fouls if _item(f.rule) in self._doubted]
+            fouls = [f for f in fouls if f not in doubted]
+            still_open += [replace(f, reason=f"{f.reason}{DOUBT_NOTE}") for f in doubted]
+            self._doubted = set()
         line = _shot_line(shot, shot.t_us)
         if fouls:
             line |= _lines("foul", fouls)
@@ -452,6 +462,39 @@ class Referee:
         self._last = replace(last, line=line)
         return [line]
 
+    def doubt(self, node: str, t_us: int, frames: str) -> list[Line]:
+        """Two frames of ``node`` claimed one ``seq`` with different content: one was forged
+        (issue 29; ``frames`` describes both).  Evidence before verdicts: the fouls that
+        rest on that node's items are the referee's -- in the last verdict (overruled: to
+        ``referee`` if nothing else made it a foul, the match going on as if it were legal
+        until the referee rules; else a foul on the rest, those items ``open``) and in the
+        shot running now or next.  A notice says why, whatever it changes."""
+        items = DOUBTED_ITEMS.get(node, ())
+        here = {"t_us": t_us}
+        lines = [_notice(here, "", f"{node}: one seq, two frames ({frames}): a forged frame?")]
+        self._doubted |= set(items)
+        last = self._last
+        if last is None or last.line.get("verdict") != "foul":
+            return lines
+        rules = last.line.get("rules", [])
+        if not any(_item(rule) in items for rule in rules):
+            return lines
+        kept = [rule for rule in rules if _item(rule) not in items]
+        line = last.line | {
+            "t_us": t_us,
+            "reason": f"{last.line['reason']}{DOUBT_NOTE}",
+            "overrules": last.shot,
+        }
+        if kept:  # still a foul, on what no forger touched; the rest is the referee's
+            line |= {"rules": kept, "open": [r for r in rules if r not in kept]}
+        else:
+            self.state = copy.deepcopy(last.before)
+            if last.pocketed is not None:
+                self._credit(last.player, last.pocketed)
+            line["verdict"] = "referee"
+        self._last = replace(last, line=line)
+        return [*lines, line]
+
     def _referee_clear(self, ev: Event) -> list[Line]:
         """Overrule the last verdict: the match goes on as if it had been legal."""
         last = self._last
@@ -496,6 +539,20 @@ def shot_14_2(shot: Shot, end: Event, sensors: SensorSet) -> None:
 
 def _rule_order(rule: str) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", rule))
+
+
+#: The items a node's frames decide: a seq of that node claimed twice leaves them to the
+#: referee (``Referee.doubt``).  The cue: the double hit and the push; the keypad: the
+#: fouls only a referee calls.
+DOUBTED_ITEMS: dict[str, tuple[str, ...]] = {"cue": ("18", "19"), "keypad": ("15", "16", "17")}
+DOUBT_NOTE = (
+    " (rests on a frame whose seq another frame claimed: a forged frame? the referee decides)"
+)
+
+
+def _item(rule: str) -> str:
+    """The rules item a clause belongs to: ``19.2(1)`` -> ``19``."""
+    return rule.split(".")[0].split("(")[0]
 
 
 def _rules(findings: list[Finding]) -> list[str]:

@@ -176,6 +176,15 @@ def report_frames(command: str, stats: Any, dropped_bytes: int = 0) -> int:
     lost = sum(stats.lost.values())
     if lost:
         found.append(f"{plural(lost, 'frame')} lost in sequence gaps (by node {stats.lost})")
+    refused = getattr(stats, "refused", {})
+    if refused:
+        found.append(f"signed frames refused (ICD §9, by node and reason {refused})")
+    conflicts = getattr(stats, "conflicts", {})
+    if conflicts:
+        found.append(
+            f"{plural(sum(conflicts.values()), 'seq conflict')}: a seq reused with other "
+            f"content, a forged frame? (by node {conflicts})"
+        )
     if dropped_bytes:
         found.append(f"{plural(dropped_bytes, 'byte')} dropped without a frame delimiter")
     if not found:
@@ -415,3 +424,39 @@ def table_id(text: str) -> str:
 
 
 table_id.takes_text = True  # type: ignore[attr-defined]  # the config file gives it a string
+
+
+def add_signing_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--key-file``/``--require``: check signed frames (ICD §9) as a host holding the key."""
+    group = parser.add_argument_group("signed frames (ICD §9, docs/security.md)")
+    group.add_argument(
+        "--key-file",
+        metavar="FILE",
+        help="the table's key (firmware-host keys new; mode 0600): signed frames are "
+        "verified, forged, replayed and unsigned ones refused and counted",
+    )
+    group.add_argument(
+        "--require",
+        metavar="NODES",
+        default="cue,keypad",
+        help="with --key-file: the nodes that must sign, by name or as a mask (default cue,keypad)",
+    )
+
+
+def signing_check(args: argparse.Namespace, store: Any = None) -> Any:
+    """The signature check ``--key-file`` asks for (None without one).
+
+    ``replay``, ``events`` and ``decode`` pass no ``store``: the counters live
+    for the one reading, so a capture read twice is not "replayed"; only the
+    daemon keeps them across restarts.
+    """
+    if getattr(args, "key_file", None) is None:
+        return None
+    from protocol.signing import SignatureCheck
+
+    from ..keys import KeyFileError, parse_require, read_key_file
+
+    try:
+        return SignatureCheck(read_key_file(args.key_file), parse_require(args.require), store)
+    except KeyFileError as exc:
+        raise UsageError(f"--key-file: {exc}") from None

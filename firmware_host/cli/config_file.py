@@ -2,7 +2,7 @@
 
 A key of the file is an option of ``run``: it names the option's ``dest``,
 and its value is checked by that option's own argparse ``type``,
-``choices`` or action, so the bounds live in one place (:mod:`.cliutil`).
+``choices`` or action, so the bounds live in one place (:mod:`.args`).
 The checked values become the parser's defaults, so an option given on the
 command line overrides the file, and an option in neither has its usual
 default.  A key the parser does not have (``[table] id``) brings its own
@@ -86,6 +86,15 @@ KEYS: tuple[Key, ...] = (
     Key("virtual", "speed", "speed"),
     Key("virtual", "sensors", "sensors"),
     Key("table", "id", "table_id", example='"t1"'),
+    Key(
+        "signing",
+        "key_file",
+        "key_file",
+        help="the table's key for signed frames (ICD §9; firmware-host keys new; mode 0600): "
+        "sent to the hub with SETUP_SIGNING at connect, never printed",
+        example='"/etc/firmware-host/table.key"',
+    ),
+    Key("signing", "require", "require", example='"cue,keypad"'),
     Key("mqtt", "url", "mqtt", example='"mqtts://broker.hall"'),
     Key(
         "mqtt",

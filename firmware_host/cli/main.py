@@ -55,6 +55,7 @@ COMMANDS: tuple[str, ...] = (
     "diff",
     "club",
     "club-sim",
+    "keys",
 )
 
 

@@ -19,6 +19,7 @@ from .args import (
     UsageError,
     add_port_arguments,
     add_rules_arguments,
+    add_signing_arguments,
     finite_float,
     int_in,
     table_id,
@@ -159,6 +160,7 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
         help="stop after S seconds (at most a year)",
     )
     add_rules_arguments(parser)
+    add_signing_arguments(parser)
     add_mqtt_arguments(parser)
     virtual = parser.add_argument_group("built-in virtual table (no --port)")
     virtual.add_argument(

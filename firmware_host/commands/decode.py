@@ -44,6 +44,7 @@ from typing import Any, TextIO
 from ..cli.args import (
     UsageError,
     add_baud_argument,
+    add_signing_arguments,
     check_port,
     finite_float,
     open_binary,
@@ -82,6 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a capture still being written: wait for more at its end, until Ctrl-C",
     )
     parser.add_argument("--json", action="store_true", help="JSON Lines (EVENTS.md)")
+    add_signing_arguments(parser)
     parser.add_argument(
         "--format",
         choices=("text", "json", "csv"),
@@ -172,7 +174,13 @@ def _summary(stats: Any, pending: int, dropped: int) -> dict[str, Any]:
         "types": stats.per_type,
         "pending_bytes": pending,
         "dropped_bytes": dropped,
+        # ICD §9 and seq conflicts: only when there are any (a capture without stays as it was)
+        **{k: v for k, v in _wire_trust(stats).items() if v},
     }
+
+
+def _wire_trust(stats: Any) -> dict[str, Any]:
+    return {"signed": stats.signed, "refused": stats.refused, "conflicts": stats.conflicts}
 
 
 def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
@@ -194,6 +202,13 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
     )
     if summary["reboots"]:
         out.write(f"  hub reboots    {summary['reboots']} (marked REBOOT)\n")
+    if "signed" in summary:
+        out.write(f"  signed frames  {summary['signed']}\n")
+    for node, reasons in summary.get("refused", {}).items():
+        shown = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+        out.write(f"  refused from {node:<8} {shown} (marked REFUSED)\n")
+    for node, n in summary.get("conflicts", {}).items():
+        out.write(f"  seq conflicts  {node} {n} (marked SEQ CONFLICT: a forged frame?)\n")
     if summary["pending_bytes"]:
         out.write(f"  capture ends inside a frame ({summary['pending_bytes']} bytes)\n")
     if summary["dropped_bytes"]:
@@ -349,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
     from protocol.decoder import FRAME_DTYPE, StreamDecoder
     from protocol.framing import BadFrame, parse_frame
 
+    from ..cli.args import signing_check
     from ..linktools.hubtime import HubTimes
     from ..linktools.listing import Line, WireBytes
     from ..linktools.recording import arrival_ns
@@ -358,7 +374,8 @@ def run(args: argparse.Namespace) -> int:
     sent = _sent_frames(args.capture)
     listing = Listing(args, out, two_way=sent is not None)
     rx = _host_times(args)
-    decoder = StreamDecoder()
+    signing = signing_check(args)
+    decoder = StreamDecoder(signing)
     wire = WireBytes()
     hub = HubTimes() if listing.axis in ("hub", "relative", "delta") else None
     live = args.port is not None or args.follow
@@ -397,6 +414,7 @@ def run(args: argparse.Namespace) -> int:
                 host = arrival_ns(rx, ends) if rx is not None and len(rx) else None
             for i, (row, item) in enumerate(zip(decoded.frames, decoded.items(), strict=True)):
                 line = Line(item, row, host_ns=read_ns if host is None else int(host[i]))
+                line.keyed = signing is not None
                 if args.hex and ends is not None:
                     line.wire = wire.frame(int(row["offset"]), int(ends[i]))
                 if hub is not None:
@@ -424,4 +442,4 @@ def run(args: argparse.Namespace) -> int:
         _write_summary(sys.stderr, summary, as_json=False)
     else:
         _write_summary(out, summary, listing.format == "json")
-    return 1 if stats.bad_total or dropped else 0
+    return 1 if stats.bad_total or dropped or stats.refused or stats.conflicts else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cli.args import MAX_FROZEN_GAP_MM, finite_float
+from ..cli.args import MAX_FROZEN_GAP_MM, add_signing_arguments, finite_float
 
 EXAMPLES = """\
   firmware-host events match.bin > match.events.jsonl
@@ -30,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"a ball this close to a cushion nose rests against it, 0 to {MAX_FROZEN_GAP_MM:g} "
         "(default 1.5)",
     )
+    add_signing_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         report_frames,
         report_losses,
         require_frames,
+        signing_check,
     )
     from ..fusion.events import FusionParams
     from ..fusion.stream import ROW_TYPES, EventStream, events_from_rows
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from ..timing.rows import to_rows
 
     no_cycle_collection()
-    decoded = decode_capture(read_binary(args.capture))
+    decoded = decode_capture(read_binary(args.capture), signing_check(args))
     require_frames(args.capture, decoded.stats.frames, decoded.stats.bad_total)
     rows, tracks = to_rows(decoded.tables, ROW_TYPES)
     stream = EventStream(fusion=FusionParams(frozen_gap_mm=args.frozen_gap))

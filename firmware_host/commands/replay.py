@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cli.args import add_rules_arguments
+from ..cli.args import add_rules_arguments, add_signing_arguments
 
 EXAMPLES = """\
   firmware-host replay match.bin
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="raw capture (.bin), or - for stdin")
     parser.add_argument("--events", action="store_true", help="also write the ordered events")
     add_rules_arguments(parser)
+    add_signing_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
         report_losses,
         require_frames,
         rules_config,
+        signing_check,
     )
     from ..jsonout import dumps
     from ..link.recorder import recorded_presses
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     no_cycle_collection()
     data = read_binary(args.capture)
-    pipe = Pipeline(rules_config(args))
+    pipe = Pipeline(rules_config(args), signing_check(args))
     # a daemon's recording keeps the referee's keys pressed on the page (.tx beside the part)
     presses = recorded_presses(args.capture) if args.capture != "-" else []
     result = replay(data, pipe=pipe, presses=presses)

@@ -46,6 +46,7 @@ from ..cli.args import (
     check_port,
     record_dir,
     rules_config,
+    signing_check,
 )
 from ..cli.options import (
     UNCHOSEN_SPEED,
@@ -220,6 +221,20 @@ def _virtual_table(
     return _spawn(cmd, signals, env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
 
 
+def _signing(args: argparse.Namespace) -> Any:
+    """The table key's check (``--key-file``/``[signing] key_file``): its counters in the
+    state directory, so a frame recorded before a restart is refused after it."""
+    if getattr(args, "key_file", None) is None:
+        return None
+    from protocol.signing import STORE_NAME, CounterStore
+
+    from ..keys import state_dir
+
+    check = signing_check(args, CounterStore(state_dir() / STORE_NAME))
+    _say(f"table key {check.fingerprint}: SETUP_SIGNING at connect, require 0x{check.require:04x}")
+    return check
+
+
 def _interpreted_env() -> dict[str, str]:
     return {**os.environ, "NUMBA_DISABLE_JIT": "1"}
 
@@ -307,10 +322,16 @@ def run(args: argparse.Namespace) -> int:
             from ..live.warmup import is_warm
 
             rules = rules_config(args)
+            signing = _signing(args)
             cold = not is_warm()
             # Every child first, so they start while this process imports.
-            if cold:
+            if cold and signing is None:
                 engine, warmup = _cold_start(signals, rules, _say)
+            elif cold:
+                _say(
+                    "a table key is set: the referee waits for its compiled kernels (the "
+                    "interpreted stand-in does not check signed frames)"
+                )
             if args.port is None:
                 if cold and isinstance(args.speed, Unchosen):
                     args.speed = COLD_SPEED
@@ -367,6 +388,7 @@ def run(args: argparse.Namespace) -> int:
                     on_event=on_event,
                     on_line=on_line,
                     engine=engine,
+                    signing=signing,
                 )
             except OSError as exc:
                 raise UsageError(f"--record {args.record}: {exc.strerror or exc}") from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..cli.args import SEED_MAX, UsageError
@@ -71,12 +72,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="faults at match seconds, e.g. garbage@30,drop@45,offline:4@60-75,reboot@120,"
         "stall@200-203,noack@0-600,random (default: none)",
     )
+    table.add_argument(
+        "--firmware",
+        choices=("1.0", "1.1", "1.2"),
+        default="1.0",
+        help="the hub's firmware: 1.2 signs frames once a host sends SETUP_SIGNING (ICD §9); "
+        "1.0 and 1.1 answer it 'unknown type' (default 1.0; --key-file means 1.2)",
+    )
+    table.add_argument(
+        "--key-file",
+        metavar="FILE",
+        help="a firmware 1.2 table paired with this key before the match (ICD §9): the nodes "
+        "in --require sign every frame (without it the table signs nothing until a host "
+        "sends SETUP_SIGNING)",
+    )
+    table.add_argument(
+        "--require",
+        metavar="NODES",
+        default="cue,keypad",
+        help="with --key-file: the nodes that sign (default cue,keypad)",
+    )
     live = parser.add_argument_group("--pty")
     live.add_argument(
         "--speed",
         type=SPEED,
         default=1.0,
         help=f"play this many times faster, {MIN_SPEED:g} to {MAX_SPEED:g} (default 1)",
+    )
+    live.add_argument(
+        "--nvm",
+        metavar="FILE",
+        help="the nodes' non-volatile memory: their signing counters (firmware 1.2) survive "
+        "a restart of the virtual table here, as a real node's do",
     )
     live.add_argument(
         "--loop", action="store_true", help="replay after a hub reboot instead of exiting"
@@ -134,7 +161,21 @@ def _within_match(plan: Any, duration_s: float) -> Any:
         offline=tuple((n, *window(a, b, f"offline:{n}")) for n, a, b in plan.offline),
         stalls=tuple(window(a, b, "stall") for a, b in plan.stalls),
         no_ack=tuple(window(a, b, "noack") for a, b in plan.no_ack),
+        attacks=tuple((kind, at(t, kind)) for kind, t in plan.attacks),
     )
+
+
+def _signing(args: argparse.Namespace) -> Any:
+    """The paired table's signing (``--key-file``), or None."""
+    if args.key_file is None:
+        return None
+    from ..keys import KeyFileError, parse_require, read_key_file
+    from ..virtual_table.signer import NodeSigning
+
+    try:
+        return NodeSigning(read_key_file(args.key_file), parse_require(args.require))
+    except KeyFileError as exc:
+        raise UsageError(f"--key-file: {exc}") from None
 
 
 def _clock_ppm(items: list[str]) -> tuple[tuple[int, float], ...]:
@@ -179,12 +220,16 @@ def run(args: argparse.Namespace) -> int:
         clock_ppm=_clock_ppm(args.clock_ppm or []),
         seed=args.seed,
         faults=_within_match(plan, match.duration_s),
+        firmware=(1, 2, 0)
+        if args.key_file
+        else tuple(int(p) for p in f"{args.firmware}.0".split(".")),
     )
+    signing = _signing(args)
     if args.capture:
         from ..virtual_table.capture import simulate
 
         try:
-            simulate(match, cfg, args.capture, args.truth, args.frame_truth, args.rx_times)
+            simulate(match, cfg, args.capture, args.truth, args.frame_truth, args.rx_times, signing)
         except OSError as exc:
             raise UsageError(f"{exc.filename}: {exc.strerror}") from None
         return 0
@@ -194,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
 
     def rewire(n: int) -> Any:
         # each loop is a hub reboot: new seed, new boot_id, every clock and counter reset
-        return build_wire(match, replace(cfg, seed=cfg.seed + n, near_wrap=False))
+        return build_wire(match, replace(cfg, seed=cfg.seed + n, near_wrap=False), signing)
 
     def match_over() -> None:
         # Said while the hub still answers (peer.LINGER_S), so a host can hang up first
@@ -203,11 +248,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     hub = VirtualHub(
-        build_wire(match, cfg),
+        build_wire(match, cfg, signing),
         speed=args.speed,
         rewire=rewire if args.loop else None,
         wait_for_host=args.wait_host,
         on_played=match_over,
+        nvm=Path(args.nvm) if args.nvm else None,
     )
     restore = exit_on_signals()  # SIGTERM (from `run`, or a service manager): close the pty, 143
     sys.stdout.write(hub.device + "\n")

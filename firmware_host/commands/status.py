@@ -90,6 +90,18 @@ def describe(status: dict[str, Any], found: list[str]) -> list[str]:
         f"({frames.get('bad_per_min', 0)}/min), {frames.get('lost', 0)} lost "
         f"({frames.get('lost_per_min', 0)}/min)"
     )
+    wire = status.get("wire") or {}
+    if wire:
+        key = f"key {wire['key']}" if wire.get("key") else "no key"
+        refused = "; ".join(
+            f"{node} " + ", ".join(f"{n} {why}" for why, n in reasons.items())
+            for node, reasons in (wire.get("refused") or {}).items()
+        )
+        conflicts = ", ".join(f"{node} {n}" for node, n in (wire.get("conflicts") or {}).items())
+        lines.append(
+            f"signed frames ({key}): {wire.get('signed', 0)} signed, refused: "
+            f"{refused or 'none'}; seq conflicts: {conflicts or 'none'}"
+        )
     clock = status.get("clock") or {}
     lines.append(
         "clock mapping: "

@@ -107,6 +107,7 @@ class _Command:
     transmissions: int = 0
     first_tx_ns: int | None = None
     deadline_ns: int = 0
+    signature: tuple[bytes, int] | None = None  # (key, sig_ctr): a resend carries the same
 
 
 @dataclass
@@ -146,8 +147,11 @@ class CommandScheduler:
         first_seq: int = 0,
         ack_timeout_ns: int = ACK_TIMEOUT_NS,
         max_retries: int = MAX_RETRIES,
+        sign: Callable[[], tuple[bytes, int] | None] | None = None,
     ) -> None:
         self.ack_timeout_ns = ack_timeout_ns
+        #: (key, sig_ctr) for a new frame when the hub wants host frames signed (ICD §9)
+        self.sign = sign
         self.max_retries = max_retries
         self.health = LinkHealth.UNKNOWN
         self.stats = CommandStats()
@@ -234,8 +238,16 @@ class CommandScheduler:
     def _transmit(self, cmd: _Command, now_ns: int) -> None:
         assert cmd.seq is not None
         flags = FLAG_RETRANSMISSION if cmd.transmissions else 0
+        if not cmd.transmissions and self.sign is not None and cmd.name != "SETUP_SIGNING":
+            cmd.signature = self.sign()  # SETUP_SIGNING goes before the hub has the key
         frame = encode_frame(
-            cmd.name, node=HOST_NODE, seq=cmd.seq, t_us=cmd.t_us, flags=flags, **cmd.fields
+            cmd.name,
+            node=HOST_NODE,
+            seq=cmd.seq,
+            t_us=cmd.t_us,
+            flags=flags,
+            sign_with=cmd.signature,
+            **cmd.fields,
         )
         if cmd.first_tx_ns is None:
             cmd.first_tx_ns = now_ns
@@ -300,12 +312,16 @@ class CommandLink:
         max_retries: int = MAX_RETRIES,
         first_seq: int = 0,
         on_sent: SentCallback | None = None,
+        sign: Callable[[], tuple[bytes, int] | None] | None = None,
     ) -> None:
         self._write = write
         self._on_health = on_health
         self._on_sent = on_sent
         self._core = CommandScheduler(
-            first_seq=first_seq, ack_timeout_ns=round(ack_timeout_s * 1e9), max_retries=max_retries
+            first_seq=first_seq,
+            ack_timeout_ns=round(ack_timeout_s * 1e9),
+            max_retries=max_retries,
+            sign=sign,
         )
         self._cond = threading.Condition()
         self._closing = False

@@ -377,6 +377,10 @@ def link_stats(
     span = float(np.ptp(t_s[good])) if good.any() else 0.0
     problems, notes = _edges(capture, decoded, continues)
     notes += _timing_notes(timing, frames)
+    trust = {"signed": decoded.stats.signed, "conflicts": decoded.stats.conflicts}
+    if decoded.stats.conflicts:
+        notes.append(f"seq conflicts (a seq reused with other content: a forged frame?) by node "
+                     f"{decoded.stats.conflicts}: firmware-host decode marks them SEQ CONFLICT")  # fmt: skip
 
     bad: dict[str, dict[str, Any]] = {}
     is_bad = frames["status"] >= BAD_COBS
@@ -457,6 +461,7 @@ def link_stats(
         "nodes": nodes,
         "notes": notes,
         "problems": [{"text": p.text(), "count": p.count, "offsets": p.offsets} for p in problems],
+        **{k: v for k, v in trust.items() if v},  # issue 29: only when there are any
     }
 
 

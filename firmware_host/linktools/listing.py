@@ -20,9 +20,9 @@ from cobs import cobs
 
 from protocol.catalogue import HEADER_SIZE, MESSAGES, NODE_NAMES, Header
 from protocol.decoder import STATUS_NAMES
-from protocol.framing import BadFrame, Message, Retransmission, UnknownFrame
+from protocol.framing import BadFrame, Message, Refused, Retransmission, UnknownFrame
 from protocol.kernels import MAX_ENCODED
-from protocol.seqwindow import GAP, LATE, MARK_NAMES, REBOOT, RESTART
+from protocol.seqwindow import CONFLICT, GAP, LATE, MARK_NAMES, REBOOT, RESTART
 
 from ..cli.frame_text import field_text
 from .hubtime import Stamp
@@ -30,8 +30,14 @@ from .hubtime import Stamp
 TIME_AXES = ("hub", "host", "relative", "delta")
 HEX_WIDTH = 32  # bytes per hex line
 KEEP = MAX_ENCODED + 1  # bytes of an unfinished frame kept for its wire bytes
-MARK_TEXT = {GAP: "GAP", LATE: "LATE (fills a gap)", RESTART: "COUNTER RESTART", REBOOT: "REBOOT"}
-MARK_KEYS = {LATE: "late", RESTART: "counter_restart", REBOOT: "reboot"}  # JSON: key: true
+MARK_TEXT = {
+    GAP: "GAP",
+    LATE: "LATE (fills a gap)",
+    RESTART: "COUNTER RESTART",
+    REBOOT: "REBOOT",
+    CONFLICT: "SEQ CONFLICT (its seq reused, other content: a forged frame?)",
+}
+MARK_KEYS = {LATE: "late", RESTART: "counter_restart", REBOOT: "reboot", CONFLICT: "conflict"}
 
 
 class WireBytes:
@@ -70,17 +76,29 @@ class WireBytes:
 class Line:
     """One frame of the listing."""
 
-    item: Message | BadFrame | UnknownFrame | Retransmission
+    item: Message | BadFrame | UnknownFrame | Retransmission | Refused
     row: np.void  # its frame-table row (protocol.decoder.FRAME_DTYPE)
     stamp: Stamp = field(default_factory=lambda: Stamp(resolved=True))
     host_ns: int | None = None
     wire: bytes = b""
     sent: Any = None  # a frame the host sent (its .tx record), else None
     time_s: float | None = None  # on the chosen --time axis, set when it is shown
+    keyed: bool = False  # the decoder held the table's key (its signed frames were checked)
 
     @property
     def frame(self) -> Message | BadFrame | UnknownFrame:
-        return self.item.frame if isinstance(self.item, Retransmission) else self.item
+        return self.item.frame if isinstance(self.item, Retransmission | Refused) else self.item
+
+    @property
+    def signature(self) -> str | None:
+        """What became of a signed frame, or of one refused (ICD §9): ``verified`` (the
+        decoder held the key), ``unverified`` (it did not), or the refusal's reason."""
+        if isinstance(self.item, Refused):
+            return self.item.reason
+        frame = self.frame
+        if not isinstance(frame, Message) or frame.signature is None:
+            return None
+        return "verified" if self.keyed else "unverified"
 
     @property
     def mark(self) -> int:
@@ -105,8 +123,15 @@ class Line:
         out |= {"mark": MARK_NAMES[self.mark], "seq_gap": int(self.row["seq_gap"])}
         if isinstance(frame, Message):
             out |= {"type": frame.name, "msg_type": frame.msg_type, "version": frame.version}
-            return out | frame.fields
+            return out | {"signature": self.signature} | shown_fields(frame)
         return out | {"type": "UNKNOWN", "msg_type": frame.msg_type}
+
+
+def shown_fields(frame: Message) -> dict[str, Any]:
+    """Its fields as a listing may show them: a key (SETUP_SIGNING, from a recording's
+    ``.tx``) is never printed, only its size."""
+    return {k: f"<{len(v)} bytes, not shown>" if isinstance(v, bytes) else v
+            for k, v in frame.fields.items()}  # fmt: skip
 
 
 def _offset(line: Line) -> int:
@@ -126,12 +151,16 @@ def json_object(line: Line, hex_dump: bool, time_axis: str | None) -> dict[str, 
         out = {"offset": frame.offset, "node": frame.node, "seq": frame.seq,
                "t_us": frame.t_us, "flags": frame.flags}  # fmt: skip
         if isinstance(frame, Message):
-            out |= {"type": frame.name, "fields": frame.fields}
+            out |= {"type": frame.name, "fields": shown_fields(frame)}
+            if frame.signature is not None:
+                out["sig_ctr"] = frame.signature.sig_ctr
         else:
             out |= {"type": "UNKNOWN", "msg_type": frame.msg_type,
                     "payload_hex": frame.payload.hex()}  # fmt: skip
     if isinstance(line.item, Retransmission):
         out["duplicate"] = True
+    if line.signature is not None:
+        out["signature"] = line.signature
     if line.mark == GAP:
         out["lost_before"] = int(line.row["seq_gap"])
     elif line.mark in MARK_KEYS:
@@ -160,12 +189,17 @@ def text_line(line: Line, time_axis: str | None) -> str:
     head = f"{time}{frame.offset:>10}  {node:<8} {frame.seq:>5} {frame.t_us:>10}  "
     retx = " (retx)" if frame.flags & 1 else ""
     if isinstance(frame, Message):
-        fields = " ".join(field_text(name, value) for name, value in frame.fields.items())
+        fields = " ".join(field_text(name, value) for name, value in shown_fields(frame).items())
         text = head + f"{frame.name:<13} {fields}{retx}"
     else:
         text = head + f"UNKNOWN 0x{frame.msg_type:02X}  payload={frame.payload.hex()}{retx}"
     if isinstance(line.item, Retransmission):
         text += "  DUPLICATE (already delivered)"
+    if isinstance(frame, Message) and frame.signature is not None:
+        refused = "REFUSED " if isinstance(line.item, Refused) else ""
+        text += f"  signed ctr={frame.signature.sig_ctr}: {refused}{line.signature}"
+    elif line.signature is not None:
+        text += "  REFUSED: unsigned (its node must sign)"
     if line.mark == GAP:
         text += f"  GAP: {int(line.row['seq_gap'])} lost before it"
     elif line.mark in MARK_TEXT:

@@ -22,6 +22,7 @@ from typing import Any
 
 from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, NODE_STATUS_CODES
 from protocol.framing import encode_frame
+from protocol.signing import SETUP_SIGNING
 from rules import MatchState, RulesConfig, indicator_for
 
 from ..link.acks import AckSniffer
@@ -79,9 +80,12 @@ class Daemon:
         on_event: Sink | None = None,
         on_line: Sink | None = None,
         engine: Engine | None = None,
+        signing: Any = None,
     ) -> None:
         self.url = url
-        self.engine: Engine = engine or Compiled(rules)
+        #: the table key's check (protocol.signing.SignatureCheck): SETUP_SIGNING at connect
+        self.signing = signing
+        self.engine: Engine = engine or Compiled(rules, signing)
         self.record_dir = record_dir
         # Opened now, so an unusable directory is an OSError here, before the port is touched.
         # flush_bytes=1: every chunk goes to the kernel as it is read, so a daemon killed
@@ -126,7 +130,8 @@ class Daemon:
         self._link = CommandLink(
             self._transport.write,
             on_health=self._health,
-            on_sent=self.recorder.write_sent if self.recorder else None,
+            on_sent=self._keep_sent if self.recorder else None,
+            sign=signing.sign_host if signing is not None else None,
         )
         self._boot_id: int | None = None
         # Set with `hang_up`: once stopped, the peer closing the port is its end, not a loss.
@@ -243,8 +248,18 @@ class Daemon:
                 self.recorder.write_sent(frame, now)
             self._apply(self.engine.press(key, arg, now))
 
+    def _keep_sent(self, frame: bytes, host_tx_ns: int) -> None:
+        """A frame the host sent, into the recording -- but never SETUP_SIGNING: the key is
+        written nowhere (docs/security.md).  Its type is the encoded frame's third byte."""
+        assert self.recorder is not None
+        if len(frame) > 2 and frame[2] != SETUP_SIGNING:
+            self.recorder.write_sent(frame, host_tx_ns)
+
     def _turn(self, chunks: queue.SimpleQueue, recorder: CaptureRecorder | None) -> None:
         self._take_presses()
+        if self._hello_wanted.is_set() and self.signing is not None:
+            # the key first (ICD §9): the hub's answers and nodes sign from then on
+            self._link.submit("SETUP_SIGNING", **self.signing.setup_fields())
         if self._hello_wanted.is_set():
             # Joined mid-stream (or the cable came back): ask who the table is.
             self._hello_wanted.clear()

@@ -46,6 +46,7 @@ from protocol.catalogue import (
     HEADER_SIZE,
     MAX_BODY,
     MIN_BODY,
+    NODE_NAMES,
     PROTOCOL_VERSION,
     Header,
     crc32,
@@ -144,16 +145,27 @@ class Engine(Protocol):
     def losses(self) -> dict[str, int]: ...
 
 
+def refusal_text(refused: Any) -> str:
+    """A frame the signature check refused (ICD §9), named for the log: which node, which
+    seq and counter, why."""
+    frame = refused.frame
+    node = NODE_NAMES.get(frame.node, str(frame.node))
+    ctr = frame.signature.sig_ctr if getattr(frame, "signature", None) else None
+    signed = f", sig_ctr {ctr}" if ctr is not None else ""
+    name = getattr(frame, "name", "UNKNOWN")
+    return f"refused {refused.reason} frame from {node}: {name} seq {frame.seq}{signed}"
+
+
 class Compiled:
     """The pipeline in the calling thread; every op's outcome at once."""
 
     sniffs_nodes = False  # every outcome says who was heard, as soon as it was read
     behind = False
 
-    def __init__(self, rules: RulesConfig | None = None) -> None:
+    def __init__(self, rules: RulesConfig | None = None, signing: Any = None) -> None:
         from ..pipeline import Pipeline  # numba: imported (not compiled) only when needed
 
-        self.pipeline = Pipeline(rules)
+        self.pipeline = Pipeline(rules, signing)
         self._bad_total = 0
 
     def apply(self, op: Op) -> Outcome:
@@ -161,8 +173,10 @@ class Compiled:
         tables: dict[str, Any] = {}
         nodes: tuple[int, ...] = ()
         balls = None
+        refusals: list[str] = []
         if op[0] == FEED:
             decoded = pipe.decoder.feed(op[1])
+            refusals = [refusal_text(r) for r in decoded.refused]
             tables = {k: v for k, v in decoded.tables.items() if k in HOST_TABLES}
             nodes = heard_from(decoded)
             balls = latest_balls(decoded)
@@ -181,7 +195,7 @@ class Compiled:
             step,
             bad_total,
             pipe.decoder.stats().bad if changed else None,  # None: as before
-            pipe.events.take_notices(),
+            refusals + pipe.events.take_notices(),
             pipe.events.losses(),
             vars(pipe.decoder.stats()) if op[0] == FLUSH else None,
             nodes,

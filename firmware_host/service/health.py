@@ -53,6 +53,13 @@ STATUS: Spec = {
     ),
     "frames": {k: NUMBER for k in ("good", "bad", "lost", "bad_per_min", "lost_per_min")},
     "clock": DictOf(NUMBER, r"[a-z_]{1,40}"),
+    # issue 29: signed frames (ICD §9) and seq conflicts, per node name and reason
+    "wire": {
+        "key": (str, NONE),
+        "signed": (int,),
+        "refused": DictOf(DictOf((int,), r"[a-z_]{1,20}"), r"[a-z0-9 ]{1,20}"),
+        "conflicts": DictOf((int,), r"[a-z0-9 ]{1,20}"),
+    },
     "indicator": (str,),
     "indicator_failures": (int,),
     "recording": {"dir": (str,), "free_bytes": (int,), "total_bytes": (int,), "error": (str,)},
@@ -178,6 +185,12 @@ class HealthMonitor:
             "clock": {
                 **{k: int(losses.get(k, 0)) for k in CLOCK_COUNTERS},
                 "per_min": round((clock - clock0) / minutes, 2),
+            },
+            "wire": {
+                "key": daemon.signing.fingerprint if daemon.signing is not None else None,
+                "signed": int(decoder.get("signed", 0)),
+                "refused": decoder.get("refused", {}),
+                "conflicts": decoder.get("conflicts", {}),
             },
             "indicator": "ok" if daemon.indicator_ok else "failed",
             "indicator_failures": daemon.stats.indicator_failures,

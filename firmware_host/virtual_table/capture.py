@@ -29,6 +29,7 @@ import numpy as np
 from protocol.catalogue import NODE_NAMES
 
 from .hub import BAUD_S_PER_BYTE, FRAME_TRUTH, OFFLINE_NOTICE_S, HubConfig, Wire, build_wire
+from .signer import NodeSigning
 from .truth import MatchTruth
 
 
@@ -154,9 +155,10 @@ def simulate(
     truth: str | Path | None = None,
     frame_truth: str | Path | None = None,
     rx_times_path: str | Path | None = None,
+    signing: NodeSigning | None = None,
 ) -> Wire:
     """Play ``match`` on the virtual table into files; returns the wire for inspection."""
-    wire = build_wire(match, cfg)
+    wire = build_wire(match, cfg, signing)
     with open(capture, "wb") as out:
         write_capture(wire, out)
     if rx_times_path is not None:

@@ -14,6 +14,13 @@ comma-separated items (``--faults``)::
     noack@0-600           the hub ignores host frames from 0 s to 600 s
     random                one of each kind at random times
 
+and an attacker near the table with a radio (:mod:`.attacker`; never part of
+``random``)::
+
+    forge-cue@40          a CUE_CONTACT 20 ms after the last real one, its seq + 1
+    forge-keypad@50       a KEYPAD "referee foul 16" in the keypad's next seq
+    replay-old@60         a cue frame recorded earlier in the match, sent again
+
 >>> FaultPlan.parse("reboot@120,offline:4@60-75").offline
 ((4, 60.0, 75.0),)
 """
@@ -25,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 Window = tuple[float, float]
+ATTACKS = ("forge-cue", "forge-keypad", "replay-old")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class FaultPlan:
     reboots_s: tuple[float, ...] = ()
     stalls: tuple[Window, ...] = ()
     no_ack: tuple[Window, ...] = ()
+    attacks: tuple[tuple[str, float], ...] = ()  # (ATTACKS item, at_s)
     random: bool = field(default=False, compare=False)
 
     @classmethod
@@ -73,6 +82,8 @@ class FaultPlan:
             return replace(self, stalls=(*self.stalls, window))
         if kind == "noack":
             return replace(self, no_ack=(*self.no_ack, window))
+        if kind in ATTACKS and not arg:
+            return replace(self, attacks=(*self.attacks, (kind, window[0])))
         raise ValueError(item)
 
     def resolve(

@@ -24,13 +24,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from protocol.catalogue import BY_NAME, HOST_NODE, INDICATOR_STATES, NODE_NAMES
+from protocol.catalogue import BY_NAME, FLAG_SIGNED, HOST_NODE, INDICATOR_STATES, NODE_NAMES
 from protocol.encode import encode_records
-from protocol.framing import BadFrame, Message, UnknownFrame
+from protocol.framing import BadFrame, Message, UnknownFrame, build_body
+from protocol.signing import tag_of
 
+from .attacker import attack
 from .clocks import CUE, WRAP, Timeline
 from .faults import FaultPlan, damage
 from .sensors import DAMAGED, LATE_BEACON, PLAIN, SENSOR_SETS, Batch, sense
+from .signer import NodeSigning
 from .truth import MatchTruth
 
 SYNC_HZ, CUE_SYNC_HZ = 4.0, 10.0
@@ -377,8 +380,13 @@ def _frame_truth(
     return out
 
 
-def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
-    """Everything the hub sends for ``truth``, in wire order, with per-frame truth."""
+def build_wire(truth: MatchTruth, cfg: HubConfig, signing: NodeSigning | None = None) -> Wire:
+    """Everything the hub sends for ``truth``, in wire order, with per-frame truth.
+
+    ``signing``: a firmware 1.2 table paired with a key before the match (its nodes in
+    ``require`` sign every frame, ICD §9).  Faults spoil the signed bytes as the radio
+    would; an attacker (``FaultPlan.attacks``) adds its frames last.
+    """
     rng = np.random.default_rng(cfg.seed)
     start_s, end_s = -cfg.lead_s, truth.duration_s + cfg.tail_s
     plan = cfg.faults.resolve(rng, truth.duration_s, cfg.nodes)
@@ -399,10 +407,16 @@ def build_wire(truth: MatchTruth, cfg: HubConfig) -> Wire:
 
     wire = sent[np.lexsort((f.stamp[sent], f.ready[sent]))]
     wire_frames = [frames[g] for g in wire]
+    if signing is not None:
+        wire_frames = [signing.sign_chunk(frame) for frame in wire_frames]
     wire_s = _serialise(f.ready[wire], np.array([len(b) for b in wire_frames], float))
     chunks, chunk_frame, damaged = damage(wire_frames, wire_s, plan, rng)
-
     truth_rows = _frame_truth(f, wire, node_us, wire_s, timeline)
+    if plan.attacks:
+        chunks, chunk_frame = attack(
+            chunks, chunk_frame, wire_s, truth_rows, plan, signing is not None
+        )
+
     truth_rows["note"][damaged] = DAMAGED
     lengths = np.array([len(c) for c in chunks], np.int64)
     is_frame = chunk_frame >= 0
@@ -451,6 +465,9 @@ class HostCommands:
 
     indicator: int = INDICATOR_STATES["off"]
     rx_bad: int = 0
+    signs: bool = False  # firmware 1.2: takes SETUP_SIGNING (ICD §9); before it, "unknown type"
+    #: the SETUP_SIGNING applied last: (key, require); the peer's nodes sign from then on
+    signing: tuple[bytes, int] | None = None
     _recent: list[int] = field(default_factory=list)
     _hold: tuple[int, float] | None = None  # (state to go back to, until true s)
 
@@ -458,6 +475,23 @@ class HostCommands:
         if self._hold is not None and now_s >= self._hold[1]:
             self.indicator, self._hold = self._hold[0], None
         return self.indicator
+
+    def _signed_enough(self, frame: Message) -> bool:
+        """ICD §9: with ``require`` bit 15 the hub takes only host frames signed with its
+        key (SETUP_SIGNING aside: it brings the key)."""
+        if self.signing is None or not self.signing[1] & (1 << 15):
+            return True
+        if frame.name == "SETUP_SIGNING":
+            return True
+        if frame.signature is None:
+            return False
+        flags = frame.flags & ~FLAG_SIGNED  # built plain, then the header as it was sent
+        part = build_body(
+            frame.msg_type, node=frame.node, seq=frame.seq, t_us=frame.t_us, flags=flags,
+            **frame.fields,
+        )[:-4]  # fmt: skip
+        part = part[:3] + bytes([frame.flags]) + part[4:]
+        return tag_of(self.signing[0], part, frame.signature.sig_ctr) == frame.signature.tag
 
     def receive(
         self, frame: Message | BadFrame | UnknownFrame, now_s: float
@@ -468,6 +502,8 @@ class HostCommands:
         ack = {"acked_seq": frame.seq, "acked_type": frame.msg_type, "status": ACK_OK}
         if isinstance(frame, UnknownFrame) or frame.node != HOST_NODE or frame.msg_type < 0x80:
             return {**ack, "status": ACK_UNKNOWN}, False
+        if not self._signed_enough(frame):
+            return {**ack, "status": ACK_BAD_ARGUMENT}, False
         repeated = bool(frame.flags & 1) and frame.seq in self._recent
         if not repeated:
             self._recent = [*self._recent[-_RECENT_SEQS + 1 :], frame.seq]
@@ -479,5 +515,10 @@ class HostCommands:
                 before = self.lamp(now_s)
                 self._hold = (before, now_s + hold_ms / 1000) if hold_ms else None
                 self.indicator = state
+            return ack, False
+        if frame.name == "SETUP_SIGNING":
+            if not self.signs:
+                return {**ack, "status": ACK_UNKNOWN}, False
+            self.signing = (frame.fields["key"], frame.fields["require"])
             return ack, False
         return ack, frame.name == "REQUEST_HELLO" and not repeated

@@ -23,6 +23,7 @@ import time
 import tty
 from collections.abc import Callable
 from contextlib import suppress
+from pathlib import Path
 from typing import Self
 
 import numpy as np
@@ -32,6 +33,7 @@ from protocol.encode import encode_records
 from protocol.framing import encode_frame, parse_frame
 
 from .hub import HostCommands, Wire
+from .signer import NodeSigning
 
 HEARTBEAT = BY_NAME["HEARTBEAT"].msg_type
 LINGER_S = 1.0  # after the match: still answering the host (and draining) this long
@@ -48,6 +50,7 @@ class VirtualHub:
         rewire: Callable[[int], Wire] | None = None,
         wait_for_host: bool = False,
         on_played: Callable[[], object] | None = None,
+        nvm: Path | None = None,
     ) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
@@ -59,7 +62,9 @@ class VirtualHub:
         self.on_played = on_played
         self.speed = speed
         self.rewire = rewire
-        self.commands = HostCommands()
+        self.commands = self._commands()
+        self.nvm = nvm  # the nodes' non-volatile memory: their sig_ctr survive a restart
+        self.signing: NodeSigning | None = None  # after a SETUP_SIGNING (firmware 1.2)
         self.tx_dropped = 0
         self.acks_sent = 0
         self._master, self._slave = os.openpty()
@@ -126,7 +131,7 @@ class VirtualHub:
         """Send every chunk on time; then keep answering the host for ``linger_s``."""
         started = time.monotonic()
         self._extra_seq, self._hub_seq, self._boot = 0, 0, 0
-        self.commands = HostCommands()  # a (re)boot: the lamp starts off
+        self.commands = self._commands()  # a (re)boot: the lamp starts off
         sel = selectors.DefaultSelector()
         sel.register(self._master, selectors.EVENT_READ)
         try:
@@ -178,14 +183,30 @@ class VirtualHub:
             return
         del self._out[:n]
 
+    def _commands(self) -> HostCommands:
+        """The hub's command handling after a (re)boot; signing survives it (ICD §9)."""
+        return HostCommands(signs=self.wire.config.firmware >= (1, 2, 0))
+
     def _chunk(self, wire: Wire, k: int, now_s: float) -> bytes:
+        """Chunk k as it leaves now, signed once a host has set a key (a forger's, frame
+        -1, never is)."""
+        frame = int(wire.chunk_frame[k])
+        chunk = self._hub_chunk(wire, k, now_s) if frame >= 0 else wire.chunks[k]
+        key = self.commands.signing
+        if key is not None and (self.signing is None or self.signing.key != key[0]):
+            self.signing = NodeSigning(key[0], key[1], self.nvm)
+        if self.signing is not None and frame >= 0:
+            return self.signing.sign_chunk(chunk)
+        return chunk
+
+    def _hub_chunk(self, wire: Wire, k: int, now_s: float) -> bytes:
         """Chunk k as it leaves now: hub frames get the live seq and lamp state."""
         frame = int(wire.chunk_frame[k])
-        if frame < 0 or wire.hub_records[frame] is None:
+        if wire.hub_records[frame] is None:
             return wire.chunks[k]
         boot = int(wire.truth["boot"][frame])
         if boot != self._boot:  # a hub reboot: counters and the lamp start afresh
-            self._boot, self._extra_seq, self.commands = boot, 0, HostCommands()
+            self._boot, self._extra_seq, self.commands = boot, 0, self._commands()
         rec = np.array([wire.hub_records[frame]])
         rec["seq"] = (int(rec["seq"][0]) + self._extra_seq) & 0xFFFF
         self._hub_seq = (int(rec["seq"][0]) + 1) & 0xFFFF

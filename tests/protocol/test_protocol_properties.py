@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from construct import FocusedSeq, FormatField, StringEncoded
+from construct import Bytes, FocusedSeq, FormatField, StringEncoded
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +23,8 @@ def _field_strategy(con, spec: MessageSpec):
     if isinstance(con, FocusedSeq):  # PrefixedArray of a Struct
         item = con.subcons[1].subcon.subcon
         return st.lists(_struct_strategy(item, spec), max_size=spec.max_items)
+    if isinstance(con, Bytes):  # SETUP_SIGNING.key
+        return st.binary(min_size=con.sizeof(), max_size=con.sizeof())
     if isinstance(con, StringEncoded):
         return st.text(max_size=spec.max_items).filter(lambda s: len(s.encode()) <= spec.max_items)
     raise AssertionError(f"no strategy for {con!r}")
