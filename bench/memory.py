@@ -1,0 +1,133 @@
+"""Peak memory of the capture commands on 10 MB, 100 MB and 1 GB captures: bounded by design.
+
+``events``, ``replay``, ``stats`` and ``decode`` read a capture in chunks
+(docs/memory.md), so their peak RSS must not grow with the capture.  This
+makes captures of each size with the virtual table (``simulate --minutes``,
+one long match: the hub's and every node's clocks run on, nothing is pasted
+together), cached in the temp directory, runs each command on each as its own
+process with its output to a file (what a user does with a big capture), and
+prints one line per command and size: peak RSS (the kernel's ``ru_maxrss``
+of that process, from ``wait4``) and wall time.
+
+A run that passes ``--kill-above`` MB is stopped (so a command that still
+reads a whole capture cannot take a shared machine down) and shown as ``>``
+that figure.  Progress (the running process's RSS) goes to stderr every few
+seconds.
+
+    python bench/memory.py [--sizes 10,100,1000] [--commands events,replay,stats,decode]
+    python bench/memory.py --keep      # leave the captures in the temp directory
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(tempfile.gettempdir()) / "firmware-host-memory-bench"
+MB = 1_000_000
+MB_PER_MINUTE = 0.86  # the full-sensor virtual table's capture (README: 10 min = 8.6 MB)
+PROGRESS_S = 5.0
+COMMANDS = ("events", "replay", "stats", "decode")
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def capture(size_mb: int) -> Path:
+    """A full-sensor capture of about ``size_mb`` MB: one virtual match long enough."""
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / f"match-{size_mb}MB.bin"
+    if path.exists():
+        return path
+    minutes = min(1440.0, round(size_mb / MB_PER_MINUTE, 1))
+    _say(f"simulating {minutes:g} minutes for a {size_mb} MB capture (once; cached in {CACHE})")
+    part = path.with_suffix(".part")
+    run(
+        [*_cli(), "simulate", "--capture", str(part), "--minutes", str(minutes), "--seed", "1",
+         "--truth", os.devnull],
+        f"simulate {size_mb} MB",
+        None,
+    )  # fmt: skip
+    part.rename(path)
+    return path
+
+
+def _cli() -> list[str]:
+    return [sys.executable, "-m", "firmware_host"]
+
+
+def run(argv: list[str], what: str, kill_above_mb: float | None) -> tuple[float, float, bool]:
+    """Run ``argv`` (stdout to a scratch file); (peak RSS MB, wall s, killed)."""
+    out = CACHE / "out.tmp"
+    start = time.monotonic()
+    last = start
+    killed = False
+    with open(out, "wb") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, cwd=ROOT)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            rss = _rss_mb(proc.pid)
+            if kill_above_mb is not None and rss > kill_above_mb:
+                proc.kill()
+                killed = True
+            now = time.monotonic()
+            if now - last >= PROGRESS_S:
+                _say(f"  {what}: {now - start:.0f} s, RSS {rss:.0f} MB, "
+                     f"{out.stat().st_size / MB:.0f} MB written")  # fmt: skip
+                last = now
+            time.sleep(0.2)
+    wall = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out.unlink()
+    if proc.returncode not in (0, 1) and not killed:
+        raise SystemExit(f"{what}: exit status {proc.returncode}")
+    return usage.ru_maxrss * 1024 / MB, wall, killed  # ru_maxrss is in KiB
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024 / MB
+    except OSError:
+        pass
+    return 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10,100,1000", help="capture sizes in MB")
+    parser.add_argument("--commands", default=",".join(COMMANDS))
+    parser.add_argument("--kill-above", type=float, default=2000.0, metavar="MB")
+    parser.add_argument("--keep", action="store_true", help="keep the captures (cached)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    commands = args.commands.split(",")
+    print(f"{'command':<8} {'capture':>10} {'peak RSS':>10} {'time':>9}", flush=True)
+    try:
+        for size in sizes:
+            path = capture(size)
+            actual = path.stat().st_size / MB
+            for command in commands:
+                rss, wall, killed = run(
+                    [*_cli(), command, str(path)], f"{command} {size} MB", args.kill_above
+                )
+                shown = f">{args.kill_above:.0f} MB" if killed else f"{rss:.0f} MB"
+                print(f"{command:<8} {actual:>7.0f} MB {shown:>10} {wall:>7.1f} s", flush=True)
+    finally:
+        if not args.keep:
+            for path in CACHE.glob("match-*"):
+                path.unlink()
+
+
+if __name__ == "__main__":
+    main()
