@@ -9,6 +9,12 @@ process with its output to a file (what a user does with a big capture), and
 prints one line per command and size: peak RSS (the kernel's ``ru_maxrss``
 of that process, from ``wait4``) and wall time.
 
+Then a restart's resume (``run --record``, firmware_host/checkpoint.py): a
+300 MB part whose last checkpoint is ``CHECKPOINT_BYTES`` (16 MB) before its
+end, the most a restart ever replays (the part's start is a hole in a sparse
+file: it is never read); the time and peak RSS of ``resume()`` in its own
+process, the numba kernels loaded as a daemon has them.
+
 A run that passes ``--kill-above`` MB is stopped (so a command that still
 reads a whole capture cannot take a shared machine down) and shown as ``>``
 that figure.  Progress (the running process's RSS) goes to stderr every few
@@ -34,6 +40,40 @@ MB = 1_000_000
 MB_PER_MINUTE = 0.86  # the full-sensor virtual table's capture (README: 10 min = 8.6 MB)
 PROGRESS_S = 5.0
 COMMANDS = ("events", "replay", "stats", "decode")
+RESUME_PART = 300_000_000
+
+# A checkpoint after the capture's first 4 MB, in a folder whose one part is a 300 MB file
+# ending in the 16 MB of stream that follow it (argv: capture, folder).
+PREPARE = r"""
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from firmware_host.checkpoint import CHECKPOINT_BYTES, Checkpoints
+from firmware_host.pipeline import Pipeline
+data, folder = Path(sys.argv[1]).read_bytes(), Path(sys.argv[2])
+size, start = int(sys.argv[3]), 4_000_000
+after = data[start : start + CHECKPOINT_BYTES]
+part = folder / f"capture-{datetime.now(UTC):%Y%m%d}-000000-0001.bin"
+with open(part, "wb") as out:
+    out.truncate(size - len(after))
+    out.seek(size - len(after))
+    out.write(after)
+pipe = Pipeline()
+for at in range(0, start, 4096):
+    pipe.feed(data[at : at + 4096])
+Checkpoints(folder).after_feed(pipe, part, size - len(after), start)
+"""
+RESUME = r"""
+import sys
+from pathlib import Path
+from firmware_host.checkpoint import checkpoint_path
+from firmware_host.pipeline import Pipeline
+from firmware_host.service.resume import resume
+pipe = Pipeline()
+pipe.feed(b"")  # the kernels loaded, as in a daemon before it resumes
+folder = Path(sys.argv[1])
+print(resume(pipe, sorted(folder.glob("capture-*.bin")), checkpoint_path(folder)))
+"""
 
 
 def _say(text: str) -> None:
@@ -109,6 +149,9 @@ def main() -> None:
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--kill-above", type=float, default=2000.0, metavar="MB")
     parser.add_argument("--keep", action="store_true", help="keep the captures (cached)")
+    parser.add_argument(
+        "--no-resume", dest="resume", action="store_false", help="leave out the resume line"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     commands = args.commands.split(",")
@@ -123,10 +166,34 @@ def main() -> None:
                 )
                 shown = f">{args.kill_above:.0f} MB" if killed else f"{rss:.0f} MB"
                 print(f"{command:<8} {actual:>7.0f} MB {shown:>10} {wall:>7.1f} s", flush=True)
+        if args.resume:
+            resume_line(capture(max(sizes)), args.kill_above)
     finally:
         if not args.keep:
             for path in CACHE.glob("match-*"):
                 path.unlink()
+
+
+def resume_line(source: Path, kill_above_mb: float) -> None:
+    """A restart on a 300 MB part: the time and peak RSS of the resume alone."""
+    folder = CACHE / "resume"
+    folder.mkdir(exist_ok=True)
+    try:
+        run([sys.executable, "-c", PREPARE, str(source), str(folder), str(RESUME_PART)],
+            "checkpoint", None)  # fmt: skip
+        start = [sys.executable, "-c", RESUME.split("folder =")[0]]
+        rss_start, wall_start, _ = run(start, "start", kill_above_mb)
+        rss, wall, killed = run(
+            [sys.executable, "-c", RESUME, str(folder)], "resume", kill_above_mb
+        )
+        shown = f">{kill_above_mb:.0f} MB" if killed else f"{rss:.0f} MB"
+        print(f"{'resume':<8} {RESUME_PART / MB:>7.0f} MB {shown:>10} {wall:>7.1f} s "
+              f"(of which {wall_start:.1f} s and {rss_start:.0f} MB starting the process and "
+              "loading the kernels)", flush=True)  # fmt: skip
+    finally:
+        for path in folder.iterdir():
+            path.unlink()
+        folder.rmdir()
 
 
 if __name__ == "__main__":

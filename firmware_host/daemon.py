@@ -24,6 +24,7 @@ from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, 
 from protocol.framing import encode_frame
 from rules import MatchState, RulesConfig, indicator_for
 
+from .checkpoint import Checkpoints
 from .command_link import MAX_RETRIES, CommandLink, HealthChange, LinkHealth
 from .engine import AckSniffer, Compiled, Engine, Outcome
 from .pipeline import Step, check_press
@@ -91,6 +92,8 @@ class Daemon:
             if record_dir
             else None
         )
+        #: the pipeline saved at frame starts, for a restart to resume from (checkpoint.py)
+        self.checkpoints = Checkpoints(record_dir) if record_dir else None
         self.on_event = on_event or (lambda event: None)
         self.on_line = on_line or (lambda line: None)
         #: where the tracker sees the balls, each time a read brings a tracker frame (the page)
@@ -263,9 +266,20 @@ class Daemon:
             data.append(self._record(chunk, recorder))
             size, host_rx_ns = size + len(chunk.data), chunk.host_rx_ns
         self._apply(self.engine.feed(b"".join(data), host_rx_ns))
+        self._checkpoint()
 
     def _take(self, chunk: Chunk, recorder: CaptureRecorder | None) -> None:
         self._apply(self.engine.feed(self._record(chunk, recorder), chunk.host_rx_ns))
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """After a feed: the compiled pipeline has had exactly the bytes recorded so far."""
+        pipeline = self.pipeline
+        if self.checkpoints is None or self.recorder is None or pipeline is None:
+            return
+        position = self.recorder.position()
+        if position is not None:
+            self.checkpoints.after_feed(pipeline, *position, self.recorder.bytes_written)
 
     def _record(self, chunk: Chunk, recorder: CaptureRecorder | None) -> bytes:
         """Count a read and record it as it was read (its own host time in the .rxt)."""
