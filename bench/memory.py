@@ -3,8 +3,9 @@
 ``events``, ``replay``, ``stats`` and ``decode`` read a capture in chunks
 (docs/memory.md), so their peak RSS must not grow with the capture.  This
 makes captures of each size with the virtual table (``simulate --minutes``,
-one long match: the hub's and every node's clocks run on, nothing is pasted
-together), cached in the temp directory, runs each command on each as its own
+one long match: the hub's and every node's clocks run on; above 100 MB the
+100 MB match played again after a hub reboot each time, as ``simulate --loop``
+does), cached in the temp directory, runs each command on each as its own
 process with its output to a file (what a user does with a big capture), and
 prints one line per command and size: peak RSS (the kernel's ``ru_maxrss``
 of that process, from ``wait4``) and wall time.
@@ -41,6 +42,7 @@ MB_PER_MINUTE = 0.86  # the full-sensor virtual table's capture (README: 10 min 
 PROGRESS_S = 5.0
 COMMANDS = ("events", "replay", "stats", "decode")
 RESUME_PART = 300_000_000
+SIMULATED_MB = 100  # larger captures: this one played again after hub reboots
 
 # A checkpoint after the capture's first 4 MB, in a folder whose one part is a 300 MB file
 # ending in the 16 MB of stream that follow it (argv: capture, folder).
@@ -81,10 +83,19 @@ def _say(text: str) -> None:
 
 
 def capture(size_mb: int) -> Path:
-    """A full-sensor capture of about ``size_mb`` MB: one virtual match long enough."""
+    """A full-sensor capture of about ``size_mb`` MB: one virtual match long enough, or
+    above ``SIMULATED_MB`` that many MB's match played again after each hub reboot."""
     CACHE.mkdir(exist_ok=True)
     path = CACHE / f"match-{size_mb}MB.bin"
     if path.exists():
+        return path
+    if size_mb > SIMULATED_MB:
+        copies = -(-size_mb // SIMULATED_MB)
+        _say(f"a {size_mb} MB capture: the {SIMULATED_MB} MB match {copies} times, a hub reboot "
+             "before each")  # fmt: skip
+        part = path.with_suffix(".part")
+        replayed_after_reboots(capture(SIMULATED_MB), copies, part)
+        part.rename(path)
         return path
     minutes = min(1440.0, round(size_mb / MB_PER_MINUTE, 1))
     _say(f"simulating {minutes:g} minutes for a {size_mb} MB capture (once; cached in {CACHE})")
@@ -99,12 +110,47 @@ def capture(size_mb: int) -> Path:
     return path
 
 
+def replayed_after_reboots(source: Path, copies: int, out_path: Path) -> None:
+    """``copies`` of a capture one after another, as the virtual table's ``--loop`` plays
+    a match again: each after a hub reboot, its HELLOs with a boot_id of their own.
+
+    Simulating a gigabyte takes the virtual table 20 hours of match (minutes of CPU);
+    a copy with the same boot_id would be the same frames again (duplicates to the
+    decoder), with a new one the hub rebooted: its clocks and seq counters start
+    afresh and the timing core opens a new epoch, its hub time going on from the last.
+    """
+    sys.path.insert(0, str(ROOT))
+    from protocol.decoder import decode_capture, record_fields
+    from protocol.framing import encode_frame
+
+    data = source.read_bytes()
+    hello = decode_capture(data).tables["HELLO"]
+    with open(out_path, "wb") as out:
+        for copy in range(copies):
+            at = 0
+            for rec in hello:
+                start = int(rec["offset"])
+                fields = record_fields(rec)
+                fields["boot_id"] = (fields["boot_id"] + copy * 0x9E3779B1) & 0xFFFFFFFF
+                out.write(data[at:start])
+                out.write(
+                    encode_frame("HELLO", node=int(rec["node"]), seq=int(rec["seq"]),
+                                 t_us=int(rec["t_us"]), flags=int(rec["flags"]), **fields)
+                )  # fmt: skip
+                at = data.index(0, start) + 1
+            out.write(data[at:])
+            _say(f"  copy {copy + 1} of {copies} written")
+
+
 def _cli() -> list[str]:
     return [sys.executable, "-m", "firmware_host"]
 
 
-def run(argv: list[str], what: str, kill_above_mb: float | None) -> tuple[float, float, bool]:
-    """Run ``argv`` (stdout to a scratch file); (peak RSS MB, wall s, killed)."""
+def run(
+    argv: list[str], what: str, kill_above_mb: float | None, max_s: float | None = None
+) -> tuple[float, float, bool]:
+    """Run ``argv`` (stdout to a scratch file); (peak RSS MB, wall s, killed: it passed
+    ``kill_above_mb`` or ran ``max_s``)."""
     out = CACHE / "out.tmp"
     start = time.monotonic()
     last = start
@@ -116,10 +162,11 @@ def run(argv: list[str], what: str, kill_above_mb: float | None) -> tuple[float,
             if pid:
                 break
             rss = _rss_mb(proc.pid)
-            if kill_above_mb is not None and rss > kill_above_mb:
+            now = time.monotonic()
+            over = kill_above_mb is not None and rss > kill_above_mb
+            if not killed and (over or (max_s is not None and now - start > max_s)):
                 proc.kill()
                 killed = True
-            now = time.monotonic()
             if now - last >= PROGRESS_S:
                 _say(f"  {what}: {now - start:.0f} s, RSS {rss:.0f} MB, "
                      f"{out.stat().st_size / MB:.0f} MB written")  # fmt: skip
@@ -148,6 +195,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100,1000", help="capture sizes in MB")
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--kill-above", type=float, default=2000.0, metavar="MB")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        metavar="S",
+        help="stop a run after S seconds: its peak so far is shown with a *",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the captures (cached)")
     parser.add_argument(
         "--no-resume", dest="resume", action="store_false", help="leave out the resume line"
@@ -161,10 +214,16 @@ def main() -> None:
             path = capture(size)
             actual = path.stat().st_size / MB
             for command in commands:
+                what = f"{command} {size} MB"
                 rss, wall, killed = run(
-                    [*_cli(), command, str(path)], f"{command} {size} MB", args.kill_above
+                    [*_cli(), command, str(path)], what, args.kill_above, args.max_seconds
                 )
-                shown = f">{args.kill_above:.0f} MB" if killed else f"{rss:.0f} MB"
+                if not killed:
+                    shown = f"{rss:.0f} MB"
+                elif rss > args.kill_above:
+                    shown = f">{args.kill_above:.0f} MB"
+                else:  # stopped for time: the peak so far, and how far it had come
+                    shown = f"{rss:.0f} MB*"
                 print(f"{command:<8} {actual:>7.0f} MB {shown:>10} {wall:>7.1f} s", flush=True)
         if args.resume:
             resume_line(capture(max(sizes)), args.kill_above)

@@ -10,7 +10,8 @@ a SHA-256 of each run's stdout, stderr and exit status.
     python bench/stream_cmp.py --save REF.json     # on the reference (main's checkout)
     python bench/stream_cmp.py --against REF.json  # here: every run must match
 
-``--quick`` leaves out the two hours (the corpus alone, a few seconds).
+``--quick`` leaves out the two hours (the corpus alone, a few minutes), ``--hours``
+the corpus.  Two saved runs compare with ``cmp`` (the same keys, in order).
 Exit status 1 when a run differs, naming it.
 """
 
@@ -38,8 +39,8 @@ COMMANDS = (
 )
 
 
-def captures(quick: bool) -> list[Path]:
-    found = sorted((ROOT / "hil_tests" / "corpus").glob("*.bin"))
+def captures(quick: bool, hours: bool) -> list[Path]:
+    found = [] if hours else sorted((ROOT / "hil_tests" / "corpus").glob("*.bin"))
     if not quick:
         from busy import busy_capture
         from fusion import capture
@@ -82,12 +83,13 @@ def main() -> int:
     which.add_argument("--save", type=Path, metavar="REF.json")
     which.add_argument("--against", type=Path, metavar="REF.json")
     parser.add_argument("--quick", action="store_true", help="the HIL corpus only")
+    parser.add_argument("--hours", action="store_true", help="the two hours only")
     args = parser.parse_args()
     reference = json.loads(args.against.read_text()) if args.against else {}
     results: dict[str, object] = {}
     differ = 0
     start = time.monotonic()
-    for capture in captures(args.quick):
+    for capture in captures(args.quick, args.hours):
         for command in COMMANDS:
             key = f"{' '.join(command)} {capture.name}"
             results[key] = got = run_one([*command, str(capture)])
