@@ -8,7 +8,8 @@ one long match: the hub's and every node's clocks run on; above 100 MB the
 does), cached in the temp directory, runs each command on each as its own
 process with its output to a file (what a user does with a big capture), and
 prints one line per command and size: peak RSS (the kernel's ``ru_maxrss``
-of that process, from ``wait4``) and wall time.
+of that process, from ``wait4``), wall time and CPU time (user and system: on
+a shared machine the wall clock also counts the waits for a core).
 
 Then a restart's resume (``run --record``, firmware_host/checkpoint.py): a
 300 MB part whose last checkpoint is ``CHECKPOINT_BYTES`` (16 MB) before its
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(tempfile.gettempdir()) / "firmware-host-memory-bench"
@@ -146,11 +148,15 @@ def _cli() -> list[str]:
     return [sys.executable, "-m", "firmware_host"]
 
 
-def run(
-    argv: list[str], what: str, kill_above_mb: float | None, max_s: float | None = None
-) -> tuple[float, float, bool]:
-    """Run ``argv`` (stdout to a scratch file); (peak RSS MB, wall s, killed: it passed
-    ``kill_above_mb`` or ran ``max_s``)."""
+class Ran(NamedTuple):
+    rss_mb: float  # peak
+    wall_s: float
+    cpu_s: float  # user and system
+    killed: bool  # it passed kill_above_mb, or ran max_s
+
+
+def run(argv: list[str], what: str, kill_above_mb: float | None, max_s: float | None = None) -> Ran:
+    """Run ``argv`` with its stdout to a scratch file."""
     out = CACHE / "out.tmp"
     start = time.monotonic()
     last = start
@@ -177,7 +183,8 @@ def run(
     out.unlink()
     if proc.returncode not in (0, 1) and not killed:
         raise SystemExit(f"{what}: exit status {proc.returncode}")
-    return usage.ru_maxrss * 1024 / MB, wall, killed  # ru_maxrss is in KiB
+    # ru_maxrss is in KiB
+    return Ran(usage.ru_maxrss * 1024 / MB, wall, usage.ru_utime + usage.ru_stime, killed)
 
 
 def _rss_mb(pid: int) -> float:
@@ -208,14 +215,14 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     commands = args.commands.split(",")
-    print(f"{'command':<8} {'capture':>10} {'peak RSS':>10} {'time':>9}", flush=True)
+    print(f"{'command':<8} {'capture':>10} {'peak RSS':>10} {'time':>9} {'CPU':>9}", flush=True)
     try:
         for size in sizes:
             path = capture(size)
             actual = path.stat().st_size / MB
             for command in commands:
                 what = f"{command} {size} MB"
-                rss, wall, killed = run(
+                rss, wall, cpu, killed = run(
                     [*_cli(), command, str(path)], what, args.kill_above, args.max_seconds
                 )
                 if not killed:
@@ -224,7 +231,8 @@ def main() -> None:
                     shown = f">{args.kill_above:.0f} MB"
                 else:  # stopped for time: the peak so far, and how far it had come
                     shown = f"{rss:.0f} MB*"
-                print(f"{command:<8} {actual:>7.0f} MB {shown:>10} {wall:>7.1f} s", flush=True)
+                print(f"{command:<8} {actual:>7.0f} MB {shown:>10} {wall:>7.1f} s "
+                      f"{cpu:>7.1f} s", flush=True)  # fmt: skip
         if args.resume:
             resume_line(capture(max(sizes)), args.kill_above)
     finally:
@@ -241,14 +249,15 @@ def resume_line(source: Path, kill_above_mb: float) -> None:
         run([sys.executable, "-c", PREPARE, str(source), str(folder), str(RESUME_PART)],
             "checkpoint", None)  # fmt: skip
         start = [sys.executable, "-c", RESUME.split("folder =")[0]]
-        rss_start, wall_start, _ = run(start, "start", kill_above_mb)
-        rss, wall, killed = run(
+        begin = run(start, "start", kill_above_mb)
+        rss, wall, cpu, killed = run(
             [sys.executable, "-c", RESUME, str(folder)], "resume", kill_above_mb
         )
         shown = f">{kill_above_mb:.0f} MB" if killed else f"{rss:.0f} MB"
         print(f"{'resume':<8} {RESUME_PART / MB:>7.0f} MB {shown:>10} {wall:>7.1f} s "
-              f"(of which {wall_start:.1f} s and {rss_start:.0f} MB starting the process and "
-              "loading the kernels)", flush=True)  # fmt: skip
+              f"{cpu:>7.1f} s (of which {begin.wall_s:.1f} s, {begin.cpu_s:.1f} s CPU and "
+              f"{begin.rss_mb:.0f} MB starting the process and loading the kernels)",
+              flush=True)  # fmt: skip
     finally:
         for path in folder.iterdir():
             path.unlink()
