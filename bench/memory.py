@@ -157,7 +157,7 @@ class Ran(NamedTuple):
 
 def run(argv: list[str], what: str, kill_above_mb: float | None, max_s: float | None = None) -> Ran:
     """Run ``argv`` with its stdout to a scratch file."""
-    out = CACHE / "out.tmp"
+    out = CACHE / f"out-{os.getpid()}.tmp"  # its own: benches may run side by side
     start = time.monotonic()
     last = start
     killed = False
@@ -175,7 +175,7 @@ def run(argv: list[str], what: str, kill_above_mb: float | None, max_s: float | 
                 killed = True
             if now - last >= PROGRESS_S:
                 _say(f"  {what}: {now - start:.0f} s, RSS {rss:.0f} MB, "
-                     f"{out.stat().st_size / MB:.0f} MB written")  # fmt: skip
+                     f"{os.fstat(sink.fileno()).st_size / MB:.0f} MB written")  # fmt: skip
                 last = now
             time.sleep(0.2)
     wall = time.monotonic() - start
