@@ -11,7 +11,8 @@ replay decides exactly what the daemon would have decided live.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,23 +128,58 @@ def replay(
     ``pipe`` to read its counters afterwards (``pipe.events.losses()``);
     ``flush=False`` leaves a cut shot for more bytes (a resumed daemon).
     """
-    pipe = pipe or Pipeline(rules)
     total = Step()
-
-    def add(step: Step) -> None:
+    for step in replay_steps([data], rules, chunk, pipe, presses, flush):
         total.events += step.events
         total.lines += step.lines
-
-    cuts = sorted({*range(0, len(data), chunk), *(at for at, _, _ in presses if at < len(data))})
-    pending = sorted(presses)
-    ends = [*cuts[1:], len(data)] if cuts else []  # an empty capture: no chunk at all
-    for start, end in zip(cuts, ends, strict=True):
-        while pending and pending[0][0] <= start:
-            _, key, arg = pending.pop(0)
-            add(pipe.press(key, arg))
-        add(pipe.feed(data[start:end]))
-    for _, key, arg in pending:  # pressed after the last byte received
-        add(pipe.press(key, arg))
-    if flush:
-        add(pipe.flush())
     return total
+
+
+def replay_steps(
+    reads: Iterable[bytes],
+    rules: RulesConfig | None = None,
+    chunk: int = REPLAY_CHUNK,
+    pipe: Pipeline | None = None,
+    presses: Sequence[tuple[int, str, int]] = (),
+    flush: bool = True,
+) -> Iterator[Step]:
+    """:func:`replay` over a capture read in pieces of any size (``reads``), step by step:
+    memory stays bounded by one read whatever the capture's length.
+
+    The pipeline is fed exactly the chunks :func:`replay` feeds it (every ``chunk`` bytes
+    from the stream's start, and cut where a press was made), so the reads' sizes never
+    change a verdict.
+    """
+    pipe = pipe or Pipeline(rules)
+    pending = deque(sorted(presses))
+    buf = bytearray()
+    pos = 0  # stream offset of buf[0]
+
+    def press_upto(at: int) -> Iterator[Step]:
+        while pending and pending[0][0] <= at:
+            _, key, arg = pending.popleft()
+            yield pipe.press(key, arg)
+
+    def segments(last: bool) -> Iterator[Step]:
+        nonlocal pos
+        while buf:
+            yield from press_upto(pos)
+            end = (pos // chunk + 1) * chunk
+            if pending:
+                end = min(end, pending[0][0])
+            if pos + len(buf) < end and not last:
+                return  # the segment ends in bytes not read yet
+            n = min(end - pos, len(buf))
+            piece = bytes(buf[:n])
+            del buf[:n]
+            pos += n
+            yield pipe.feed(piece)
+
+    for data in reads:
+        buf += data
+        yield from segments(last=False)
+    yield from segments(last=True)
+    for _, key, arg in pending:  # pressed after the last byte received
+        yield pipe.press(key, arg)
+    if flush:
+        yield pipe.flush()

@@ -23,9 +23,26 @@ from typing import Any
 import numpy as np
 
 from . import kernels as k
-from .catalogue import BY_TYPE, FLAG_SIGNED, HEADER_SIZE, MAX_BODY, NODE_IDS, NODE_NAMES, crc32
+from .catalogue import (
+    BY_TYPE,
+    FLAG_SIGNED,
+    HEADER_SIZE,
+    MAX_BODY,
+    NODE_IDS,
+    NODE_NAMES,
+    Header,
+    crc32,
+)
 from .framing import BadFrame, Message, Refused, Retransmission, UnknownFrame, parse_body
-from .layout import COUNTED, GREEDY, PREFIX_SIZE, all_layouts, layout, rule_table
+from .layout import (
+    COUNTED,
+    GREEDY,
+    PREFIX_SIZE,
+    RECORD_PREFIX,
+    all_layouts,
+    layout,
+    rule_table,
+)
 from .seqwindow import CONFLICT, REBOOT, seq_states
 from .signing import ACCEPT, REFUSALS, SignatureCheck
 
@@ -58,6 +75,9 @@ _RADIO_NODES = np.zeros(256, np.int64)
 _RADIO_NODES[[NODE_IDS["cue"], NODE_IDS["keypad"]]] = 1
 _CHECKS = k.FrameChecks(rules=_RULES, crc_tables=k.CRC_TABLES)
 _NAMES = {spec.msg_type: spec.name for spec in BY_TYPE.values()}
+#: Every record starts with the prefix and the header (protocol.layout): their places
+_HEAD = len(RECORD_PREFIX) + len(Header.subcons)
+_AT = {name: i for i, name in enumerate(layout(next(iter(BY_TYPE))).dtype.names[:_HEAD])}
 STATUS_NAMES = {
     k.OK: "ok",
     k.UNKNOWN: "unknown",
@@ -133,38 +153,47 @@ class Decoded:
 
 def record_fields(rec: np.void) -> dict[str, Any]:
     """A record's payload as the construct parse would give it."""
-    lay = layout(int(rec["msg_type"]))
+    return _payload(rec, rec.item())
+
+
+def _payload(rec: np.void, values: tuple[Any, ...]) -> dict[str, Any]:
+    """The payload from ``values``, the record's fields as Python values (``rec.item()``:
+    one C call for the whole record, where reading field by field cost a numpy scalar each,
+    and a 16-ball BALL_TRACK has 64 of them)."""
+    lay = layout(values[_AT["msg_type"]])
     fields: dict[str, Any] = {}
-    for name in lay.payload_names:
-        value = rec[name]
+    names = rec.dtype.names
+    for i, name in enumerate(lay.payload_names, start=_HEAD):
+        value = values[i]
         if lay.rule == COUNTED and name == "count":
             continue
-        if value.dtype == np.uint8 and value.shape:  # a fixed run of bytes (SETUP_SIGNING.key)
+        if isinstance(value, np.ndarray) and value.dtype == np.uint8:  # SETUP_SIGNING.key
             fields[name] = value.tobytes()
-        elif value.shape:
-            items = value[: int(rec["count"])]
-            fields[name] = [{n: int(item[n]) for n in items.dtype.names} for item in items]
+        elif isinstance(value, np.ndarray):
+            items = value[: values[names.index("count")]]
+            fields[name] = [dict(zip(items.dtype.names, item)) for item in items.tolist()]
         elif lay.rule == GREEDY and name == lay.payload_names[-1]:
             raw = rec.tobytes()[PREFIX_SIZE + HEADER_SIZE + lay.base :][
-                : int(rec["payload_len"]) - lay.base
+                : values[_AT["payload_len"]] - lay.base
             ]
             fields[name] = raw.decode("utf-8", errors="replace")
         else:
-            fields[name] = int(value)
+            fields[name] = value
     return fields
 
 
 def record_message(rec: np.void) -> Message:
+    values = rec.item()
     return Message(
-        _NAMES[int(rec["msg_type"])],
-        int(rec["msg_type"]),
-        int(rec["node"]),
-        int(rec["seq"]),
-        int(rec["t_us"]),
-        int(rec["flags"]) & ~k.RECORD_CONFLICT,
-        record_fields(rec),
-        int(rec["offset"]),
-        int(rec["version"]),
+        _NAMES[values[_AT["msg_type"]]],
+        values[_AT["msg_type"]],
+        values[_AT["node"]],
+        values[_AT["seq"]],
+        values[_AT["t_us"]],
+        values[_AT["flags"]] & ~k.RECORD_CONFLICT,
+        _payload(rec, values),
+        values[_AT["offset"]],
+        values[_AT["version"]],
     )
 
 

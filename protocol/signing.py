@@ -136,6 +136,23 @@ class SignatureCheck:
         self._unsaved = False
         self._lock = threading.Lock()  # the pipeline thread and the command link's save
 
+    def __getstate__(self) -> dict[str, object]:
+        """A pickled check (the daemon's checkpoint, firmware_host/checkpoint.py) holds
+        neither the key nor the store: the key stays in its 0600 key file."""
+        state = dict(self.__dict__)
+        del state["_lock"], state["_key"]
+        state["store"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state, _key=None, _lock=threading.Lock())
+
+    def for_recording(self) -> SignatureCheck:
+        """The same key and mask with counters from nothing and no store: a recording read
+        again (a restart's resume) was checked once when it came in, and its frames are
+        older than the counters this check keeps."""
+        return SignatureCheck(self._key, self.require)
+
     @property
     def fingerprint(self) -> str:
         return fingerprint(self._key)

@@ -16,7 +16,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 from urllib.parse import urlsplit
@@ -133,6 +133,22 @@ def read_chunk(source: BinaryIO, path: str, size: int) -> bytes:
         return source.read(size)
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
+
+
+#: Bytes per read of a capture streamed from a file: enough to keep the kernels busy, small
+#: against any capture (docs/memory.md)
+CAPTURE_CHUNK = 1 << 20
+
+
+def capture_chunks(path: str, size: int = CAPTURE_CHUNK) -> Iterator[bytes]:
+    """A capture (or stdin for ``-``) read ``size`` bytes at a time: memory stays bounded by
+    one read however long the capture is."""
+    source = open_binary(path)
+    try:
+        while chunk := read_chunk(source, path, size):
+            yield chunk
+    finally:
+        source.close()
 
 
 def open_text(path: str) -> TextIO:

@@ -54,6 +54,7 @@ from ..cli.options import add_selection_arguments, wanted_types
 from ..jsonout import dumps
 
 CHUNK = 1 << 20
+BATCH_LINES = 512  # lines written at once (few objects held, few writes)
 FOLLOW_S = 0.2  # --follow, --port: how often to look for more bytes
 MAX_TIME_S = 1e12
 
@@ -218,6 +219,24 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
         )
 
 
+class _Batch:
+    """Lines kept until :meth:`drain` writes them to ``out`` at once: a write per line
+    (through the CLI's guarded stdout) cost as much as making the line."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.target = out
+        self.lines: list[str] = []
+        self.write = self.lines.append
+
+    def writelines(self, lines: Iterator[str]) -> None:
+        self.lines.extend(lines)
+
+    def drain(self) -> None:
+        if self.lines:
+            self.target.write("".join(self.lines))
+            self.lines.clear()
+
+
 class Listing:
     """The lines of one decode: kept in stream order until each has its hub time, then
     timed, filtered and written (text, JSON or CSV)."""
@@ -226,7 +245,8 @@ class Listing:
         from ..linktools.listing import csv_columns
         from ..linktools.where import WhereError, compile_where
 
-        self.args, self.out, self.two_way = args, out, two_way
+        self.args, self.two_way = args, two_way
+        self.out = _Batch(out)  # the lines of one chunk leave in one write
         self.types = wanted_types(args.type)
         self.format = args.format or ("json" if args.json else "text")
         self.axis = args.time or (
@@ -244,7 +264,7 @@ class Listing:
         self.shown = 0
         self.csv = None
         if self.format == "csv":
-            self.csv = csv.writer(out, lineterminator="\n")
+            self.csv = csv.writer(self.out, lineterminator="\n")
             self.columns = csv_columns(self.types, two_way, args.time, args.hex)
             self.csv.writerow(self.columns)
         elif self.format == "text":
@@ -390,12 +410,15 @@ def run(args: argparse.Namespace) -> int:
             listing.write(Line(msg, row, host_ns=frame.host_ns, wire=frame.data, sent=frame))
 
     def emit() -> int | None:
-        for line in listing.ready():
-            if sent is not None:
-                show_sent(sent.due(int(line.frame.offset)))
-            listing.write(line)
-            if args.strict and isinstance(line.frame, BadFrame):
-                return 1
+        try:
+            for line in listing.ready():
+                if sent is not None:
+                    show_sent(sent.due(int(line.frame.offset)))
+                listing.write(line)
+                if args.strict and isinstance(line.frame, BadFrame):
+                    return 1
+        finally:
+            listing.out.drain()
         if live:
             out.flush()
         return None
@@ -420,7 +443,7 @@ def run(args: argparse.Namespace) -> int:
                 if hub is not None:
                     line.stamp = hub.take(row, line.fields())
                 listing.add(line)
-                if line.stamp.resolved and emit() is not None:
+                if len(listing.waiting) >= BATCH_LINES and emit() is not None:
                     return 1
             if emit() is not None:
                 return 1
@@ -433,6 +456,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if sent is not None:
         show_sent(sent.rest())
+        listing.out.drain()
     stats = decoder.stats()
     dropped = decoder.dropped_bytes
     summary = _summary(stats, decoder.pending_bytes, dropped)

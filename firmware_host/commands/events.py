@@ -1,6 +1,7 @@
 """Print the ordered events of a capture as JSON Lines (EVENTS.md).
 
-Every node's clock is mapped onto the hub's, the frames are merged into
+The capture is read in chunks (memory stays bounded whatever its length) and every
+node's clock is mapped onto the hub's, the frames are merged into
 hub-time order and fused into events: shots, tip and ball contacts,
 cushions, pockets, line crossings, positions and paths.
 """
@@ -34,28 +35,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from protocol.decoder import decode_capture
+    from protocol.decoder import StreamDecoder
 
     from ..cli.args import (
+        capture_chunks,
         no_cycle_collection,
-        read_binary,
         report_frames,
         report_losses,
         require_frames,
         signing_check,
     )
     from ..fusion.events import FusionParams
-    from ..fusion.stream import ROW_TYPES, EventStream, events_from_rows
+    from ..fusion.stream import EventStream, events_from_chunks
     from ..jsonout import dumps
-    from ..timing.rows import to_rows
 
     no_cycle_collection()
-    decoded = decode_capture(read_binary(args.capture), signing_check(args))
-    require_frames(args.capture, decoded.stats.frames, decoded.stats.bad_total)
-    rows, tracks = to_rows(decoded.tables, ROW_TYPES)
+    decoder = StreamDecoder(signing_check(args))
     stream = EventStream(fusion=FusionParams(frozen_gap_mm=args.frozen_gap))
     out = sys.stdout
-    for event in events_from_rows(rows, tracks, stream):
-        out.write(dumps(event, separators=(", ", ": ")) + "\n")
-    frames = report_frames("events", decoded.stats)
+    for events in events_from_chunks(capture_chunks(args.capture), stream, decoder):
+        out.write("".join(dumps(event, separators=(", ", ": ")) + "\n" for event in events))
+    stats = decoder.stats()
+    require_frames(args.capture, stats.frames, stats.bad_total)
+    frames = report_frames("events", stats)
     return max(frames, report_losses("events", stream.take_notices(), stream.losses()))

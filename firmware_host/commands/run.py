@@ -481,6 +481,7 @@ def _retention(daemon: Any, record: Any, args: argparse.Namespace, stop: Any) ->
 
 def _resume(daemon: Any, parts: list[Any]) -> None:
     """Today's recording through the fresh pipeline: the match state as it was (a restart)."""
+    from ..checkpoint import checkpoint_path
     from ..service.resume import resume
 
     if daemon.pipeline is None:
@@ -489,9 +490,10 @@ def _resume(daemon: Any, parts: list[Any]) -> None:
             "kernels are still compiling (a first start); the match state starts afresh"
         )
         return
-    done = resume(daemon.pipeline, parts)
+    done = resume(daemon.pipeline, parts, checkpoint_path(parts[0].parent))
+    since = f"since the checkpoint at {done.checkpoint}: " if done.checkpoint else ""
     _say(
-        f"resumed the match from today's recording ({done.parts} parts, {done.bytes} bytes, "
+        f"resumed the match from today's recording ({since}{done.parts} parts, {done.bytes} bytes, "
         f"{done.verdicts} verdicts, last shot {done.shot}): frame {done.frame}, "
         f"player {done.to_play} to play"
     )

@@ -15,13 +15,14 @@ events for the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from firmware_host.timing.rows import C_TRACK, to_rows
 from firmware_host.timing.timeline import CLOCK_TYPES, RELEASED_TYPES, Timeline, TimelineParams
-from protocol.decoder import Decoded, decode_capture
+from protocol.decoder import Decoded, StreamDecoder, decode_capture
 from protocol.geometry import DEFAULT_TABLE, Table
 
 from .events import Fusion, FusionParams
@@ -137,3 +138,17 @@ def events_from_capture(
     """Batch path: a whole capture (ICD §8) to its ordered events."""
     rows, tracks = to_rows(decode_capture(data).tables, ROW_TYPES)
     return events_from_rows(rows, tracks, stream)
+
+
+def events_from_chunks(
+    chunks: Iterable[bytes], stream: EventStream, decoder: StreamDecoder
+) -> Iterator[list[dict[str, Any]]]:
+    """Batch path over a capture read in chunks: the events each chunk releases, then the
+    flush's.  Memory is one chunk's rows and what the stages hold, whatever the capture's
+    length; the events are those of :func:`events_from_capture` (tests/test_stream_chunks.py).
+    """
+    for chunk in chunks:
+        rows, tracks = to_rows(decoder.feed(chunk).tables, ROW_TYPES)
+        if len(rows):
+            yield stream.feed_rows(rows, tracks)
+    yield stream.flush()

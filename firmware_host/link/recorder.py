@@ -200,6 +200,14 @@ class CaptureRecorder:
             else self.directory / part_name(self.prefix, self.started, 1)
         )
 
+    def position(self) -> tuple[Path, int] | None:
+        """The part being written and its length: where the stream recorded so far ends
+        (None while the recording fails: the bytes since are not on disk)."""
+        with self._lock:
+            if self._failing or self._bin is None:
+                return None
+            return self.path, self._part_bytes
+
     def write(self, data: bytes, host_rx_ns: int | None = None) -> None:
         """Append bytes as read from the port; ``host_rx_ns`` feeds the ``.rxt`` side file."""
         if not data:

@@ -25,6 +25,7 @@ from protocol.framing import encode_frame
 from protocol.signing import SETUP_SIGNING
 from rules import MatchState, RulesConfig, indicator_for
 
+from ..checkpoint import Checkpoints
 from ..link.acks import AckSniffer
 from ..link.command_link import MAX_RETRIES, CommandLink, HealthChange, LinkHealth
 from ..link.recorder import CaptureRecorder
@@ -96,6 +97,8 @@ class Daemon:
             if record_dir
             else None
         )
+        #: the pipeline saved at frame starts, for a restart to resume from (checkpoint.py)
+        self.checkpoints = Checkpoints(record_dir) if record_dir else None
         self.on_event = on_event or (lambda event: None)
         self.on_line = on_line or (lambda line: None)
         #: where the tracker sees the balls, each time a read brings a tracker frame (the page)
@@ -278,9 +281,20 @@ class Daemon:
             data.append(self._record(chunk, recorder))
             size, host_rx_ns = size + len(chunk.data), chunk.host_rx_ns
         self._apply(self.engine.feed(b"".join(data), host_rx_ns))
+        self._checkpoint()
 
     def _take(self, chunk: Chunk, recorder: CaptureRecorder | None) -> None:
         self._apply(self.engine.feed(self._record(chunk, recorder), chunk.host_rx_ns))
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """After a feed: the compiled pipeline has had exactly the bytes recorded so far."""
+        pipeline = self.pipeline
+        if self.checkpoints is None or self.recorder is None or pipeline is None:
+            return
+        position = self.recorder.position()
+        if position is not None:
+            self.checkpoints.after_feed(pipeline, *position, self.recorder.bytes_written)
 
     def _record(self, chunk: Chunk, recorder: CaptureRecorder | None) -> bytes:
         """Count a read and record it as it was read (its own host time in the .rxt)."""
