@@ -636,8 +636,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signals.raising = False
         stop.set()
-        if server is not None:
-            server.stop()
+        if server is not None and (signals.status is not None or stats is None):
+            server.stop()  # else it shows the match's end while the compile finishes, below
+            server = None
         if publisher is not None:
             publisher.close()
         if table is not None:
@@ -657,6 +658,8 @@ def run(args: argparse.Namespace) -> int:
             while signals.signum is None and warmup.wait(0.2) is None:
                 pass
     finally:
+        if server is not None:
+            server.stop()
         _end_all(signals)
     if stats is None:  # a signal before the refereeing began: nothing to sum up
         assert signals.status is not None

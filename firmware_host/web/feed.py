@@ -181,15 +181,8 @@ class LiveFeed(Broadcast):
     def kept(self) -> dict[str, Any]:
         """Everything kept, for a feed in another process to start again from."""
         with self._lock:
-            return {
-                "verdicts": list(self._verdicts),
-                "lamp": self._lamp,
-                "state": self._state,
-                "health": self._health,
-                "balls": self._balls,
-                "table": self._table,
-                "shot_events": [[shot, list(evs)] for shot, evs in self._shot_events.items()],
-            }
+            events = [[shot, list(evs)] for shot, evs in self._shot_events.items()]
+            return self._current() | {"shot_events": events}
 
     def reset(self, kept: dict[str, Any]) -> None:
         """Start again from another feed's :meth:`kept` (messages were lost between the two):
@@ -215,18 +208,21 @@ class LiveFeed(Broadcast):
 
     # -- for the web server ----------------------------------------------------------------
 
+    def _current(self) -> dict[str, Any]:
+        """What a page shows now (under ``_lock``)."""
+        return {
+            "verdicts": list(self._verdicts),
+            "lamp": self._lamp,
+            "state": self._state,
+            "health": self._health,
+            "balls": self._balls,
+            "table": self._table,
+        }
+
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            return copy.deepcopy(
-                {
-                    "verdicts": list(self._verdicts),
-                    "lamp": self._lamp,
-                    "state": self._state,
-                    "health": self._health,
-                    "balls": self._balls,
-                    "table": self._table,
-                }
-            ) | {"rule_words": english()}  # item -> its words: the page cites each verdict's rule
+            current = copy.deepcopy(self._current())
+        return current | {"rule_words": english()}  # item -> its words: the page cites a rule
 
     def shot_events(self, shot: int) -> list[dict[str, Any]] | None:
         with self._lock:
