@@ -38,11 +38,13 @@ def _reader(url: str) -> None:
 
 
 def start_page(
-    options: list[str],
+    options: list[str], entry: list[str] | None = None
 ) -> tuple[subprocess.Popen[str], str, list[str], threading.Thread]:
     """``run --web`` on any free port with ``options``: the process, its page's address, its
-    stderr's lines as they come, and the thread that reads them (also bench/hostile_load.py)."""
-    command = [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", *options]
+    stderr's lines as they come, and the thread that reads them (also bench/hostile_load.py);
+    ``entry``: what to run instead of ``-m firmware_host``."""
+    entry = entry or ["-m", "firmware_host"]
+    command = [sys.executable, *entry, "run", "--web", "127.0.0.1:0", *options]
     proc = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )

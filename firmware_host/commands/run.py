@@ -313,8 +313,8 @@ def run(args: argparse.Namespace) -> int:
             check_link(args)
             if args.port is not None:
                 check_port(args.port, absent_ok=True)
-            if args.web is not None:
-                _web_modules()  # before the token is said: the extra may be missing
+            if args.web is not None:  # the page's process loads while the daemon starts
+                server = _web_modules()(*args.web).launch()  # (a missing extra: said first)
             if args.mqtt is not None:
                 _check_club(args)
             record = record_dir(args.record) if args.record else None
@@ -396,7 +396,7 @@ def run(args: argparse.Namespace) -> int:
             edges = args.web is not None or args.mqtt is not None
             token = _token(args.referee_token) if edges else None  # the controls' token
             if args.web is not None:
-                server, feed = _web(args.web, daemon, token)
+                feed = _web(server, daemon, token)
             if args.mqtt is not None:
                 publisher = _mqtt(args, daemon, server, token)
             daemon.on_turn = _health(daemon, args.status, record, feed, publisher).turn
@@ -423,8 +423,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signals.raising = False
         stop.set()
-        if server is not None:
-            server.stop()
+        if server is not None and (signals.status is not None or stats is None):
+            server.stop()  # else it shows the match's end while the compile finishes, below
+            server = None
         if publisher is not None:
             publisher.close()
         if table is not None:
@@ -444,6 +445,8 @@ def run(args: argparse.Namespace) -> int:
             while signals.signum is None and warmup.wait(0.2) is None:
                 pass
     finally:
+        if server is not None:
+            server.stop()
         _end_all(signals)
     if stats is None:  # a signal before the refereeing began: nothing to sum up
         assert signals.status is not None
@@ -592,31 +595,31 @@ def _token(given: str | None) -> Any:
     return token
 
 
-def _web_modules() -> tuple[Any, Any]:
-    """The live page's classes; a missing extra (aiohttp) is a usage error naming it."""
+def _web_modules() -> Any:
+    """The live page's process; a missing extra (aiohttp) is a usage error naming it."""
     try:
-        from ..web.feed import LiveFeed
-        from ..web.server import WebServer
+        import aiohttp  # noqa: F401  (the page process's server: said here, at once)
+
+        from ..web.process import PageProcess
     except ModuleNotFoundError as exc:
         raise UsageError(f"--web needs {exc.name}: pip install '.[web]'") from None
-    return LiveFeed, WebServer
+    return PageProcess
 
 
-def _web(address: tuple[str, int], daemon: Any, token: Any) -> tuple[Any, Any]:
-    """The live page: its server started, the daemon's lines, events and balls fed to it."""
-    LiveFeed, WebServer = _web_modules()
-    host, port = address
-    feed = LiveFeed()
-    feed.state(daemon.referee_state)  # a page opened the moment the address is out sees it
-    server = WebServer(feed, host, port, token, daemon.press)
+def _web(page: Any, daemon: Any, token: Any) -> Any:
+    """The live page listening (its process: web/process.py, the server and the feed in
+    one), the daemon's lines, events and balls fed to it."""
+    page.state(daemon.referee_state)  # a page opened the moment the address is out sees it
     try:
-        port = server.start()
+        port = page.start(token, daemon.press)
     except OSError as exc:
-        raise UsageError(f"--web {host}:{port}: cannot listen: {exc.strerror or exc}") from None
-    daemon.also(lambda line: feed.line(line, daemon.referee_state), feed.event)
-    daemon.on_balls = feed.balls
-    _say(f"live page: http://{host}:{port}/ (health: /healthz)")
-    return server, feed
+        raise UsageError(
+            f"--web {page.host}:{page.port}: cannot listen: {exc.strerror or exc}"
+        ) from None
+    daemon.also(lambda line: page.line(line, daemon.referee_state), page.event)
+    daemon.on_balls = page.balls
+    _say(f"live page: http://{page.host}:{port}/ (health: /healthz)")
+    return page
 
 
 def _compile_worth_waiting_for(warmup: Any) -> bool:

@@ -141,7 +141,9 @@ class TablePublisher:
         self._inbox: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._inflight: dict[int, tuple[int, str]] = {}  # paho mid -> (spool seq, topic)
         self._handed = 0  # the last seq handed to paho
-        self._unwritten: list[tuple[str, str, bool, int]] = []  # the disk refused them (full)
+        # encoded, not yet in SQLite (journaled, or the disk refused them: full), in order
+        self._unwritten: list[tuple[str, str, bool, int]] = []
+        self._journaled = 0  # the last journal record on _unwritten
         self._outbox: list[tuple[str, Any, bool, int, float]] = []  # queued, not yet written
         self._outbox_lock = threading.Lock()
         self._writing = threading.Lock()  # one writer at a time: the spool keeps their order
@@ -170,9 +172,10 @@ class TablePublisher:
 
         Durable before it returns: the daemon calls this before it prints the line or
         drives the lamp, so a line anyone saw is in the spool and reaches the broker,
-        also across a SIGKILL.  It costs the pipeline thread one SQLite transaction
-        (WAL, no fsync: the kernel has it once the process dies); bench/durable_lamp.py
-        measures it."""
+        also across a SIGKILL.  It costs the pipeline thread a copy into the spool's
+        journal (a memory map: the kernel has it once the process dies, and no system
+        call gives up the GIL); the publisher thread moves it into SQLite.
+        bench/durable_lamp.py measures it."""
         at = time.time()
         self._queue("verdict", line, False, KEEP, at, wake=False)  # written below, here
         if lamp is not None:
@@ -189,7 +192,8 @@ class TablePublisher:
             "t_us": line["t_us"],
         }
         self._queue("state", retained, True, LATEST, at, wake=False)
-        self._write()
+        self._durable()
+        self._inbox.put(("wake",))  # the publisher thread moves it into SQLite and sends it
 
     def event(self, event: dict[str, Any]) -> None:
         self._queue("event", event, False, DROPPABLE, time.time())
@@ -214,21 +218,41 @@ class TablePublisher:
         if wake:
             self._inbox.put(("wake",))
 
+    def _rows(self) -> None:
+        """The outbox encoded onto ``_unwritten`` (under ``_outbox_lock``): the order kept."""
+        taken, self._outbox = self._outbox, []
+        for kind, obj, retain, policy, at in taken:
+            text = dumps(obj, separators=(",", ":")) if not isinstance(obj, str) else obj
+            payload = with_key(text, "at_unix", f"{at:.6f}")
+            self._unwritten.append((self._topic(kind), payload, retain, policy))
+
+    def _durable(self) -> None:
+        """The outbox durable now (the pipeline thread, before the lamp): into the spool's
+        journal, no system call; SQLite's write is the publisher thread's (``_write``).  A
+        full journal (SQLite refusing for a long while) is written the slow way, here."""
+        with self._outbox_lock:
+            fresh = len(self._unwritten)
+            self._rows()
+            number = self.spool.journal(self._unwritten[fresh:])
+            if number is not None:
+                self._journaled = number
+                return
+        self._write()
+
     def _write(self) -> None:
-        """The outbox into the spool, in order, in one transaction (either thread).
+        """What is unwritten into the spool's SQLite, in order, in one transaction (either
+        thread), with the last journal record it includes.
 
         A disk that refuses (full) keeps the messages in memory, tried again each tick."""
         with self._writing:
             with self._outbox_lock:
-                taken, self._outbox = self._outbox, []
-            for kind, obj, retain, policy, at in taken:
-                text = dumps(obj, separators=(",", ":")) if not isinstance(obj, str) else obj
-                payload = with_key(text, "at_unix", f"{at:.6f}")
-                self._unwritten.append((self._topic(kind), payload, retain, policy))
-            if self._unwritten:
+                self._rows()
+                batch, journaled = list(self._unwritten), self._journaled
+            if batch:
                 try:
-                    self.spool.put(self._unwritten)
-                    self._unwritten = []
+                    self.spool.put(batch, journaled)
+                    with self._outbox_lock:  # what was journaled meanwhile stays
+                        del self._unwritten[: len(batch)]
                 except sqlite3.Error as exc:
                     now = time.monotonic()
                     if now - self._disk_said >= DISK_REPORT_S:
@@ -237,7 +261,7 @@ class TablePublisher:
                             "mqtt spool %s: %s; %d messages held in memory",
                             self.spool.path,
                             exc,
-                            len(self._unwritten),
+                            len(batch),
                         )
             self.queued = self.spool.rows + len(self._unwritten)
 

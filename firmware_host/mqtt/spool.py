@@ -5,6 +5,15 @@ daemon killed outright (SIGKILL, a power cut of the process) finds its queue
 again at the next start.  Only the publisher thread touches it; the pipeline
 thread never waits for the disk or the network.
 
+The lamp waits for a line to be durable, not for SQLite: the pipeline thread
+copies the line's rows into a journal beside the spool (``Journal``: a
+memory map of a file, so the copy lands in the kernel's page cache with no
+system call, and the thread never gives up the GIL it then has to wait to
+get back); the publisher thread moves them into SQLite, noting the last
+journal record it moved in the same transaction.  A SIGKILL loses nothing
+the kernel holds: the next start moves what the journal has past that mark
+(docs/club.md, "Durable before the lamp").
+
 Bounded: past ``max_rows`` the oldest *droppable* messages (events, the lamp)
 go first and are counted; verdicts and notices are never dropped.  A topic
 that only matters at its latest value (state, health) keeps one queued
@@ -14,10 +23,14 @@ file's life, and with the file's random ``epoch`` makes the message id.
 
 from __future__ import annotations
 
+import binascii
 import fcntl
+import mmap
 import os
 import secrets
 import sqlite3
+import stat
+import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +61,99 @@ BEGIN
 END;
 """
 ROWS_PER_STATEMENT = 500  # four parameters a row, well under SQLite's limit
+JOURNAL_BYTES = 1 << 20  # lines not yet moved into SQLite (a verdict's rows: a few kB)
+
+Batch = list[tuple[str, str, bool, int]]  # (topic, payload, retain, policy) each
+
+
+class Journal:
+    """Records appended to a memory-mapped file, each ``HEADER`` (body length, CRC-32 of
+    number and body, number) then the body; the numbers grow.  An append is a memory copy:
+    no system call, so a thread holding the GIL keeps it.  The file's blocks are allocated
+    when it is made (``posix_fallocate``): a full disk is said then, never met by a write
+    into the map (which would be a SIGBUS).  A record cut short by a SIGKILL fails its CRC
+    and ends the reading; so does an older record from before the last ``clear``."""
+
+    HEADER = struct.Struct("<IIQ")
+
+    def __init__(self, path: Path, size: int = JOURNAL_BYTES) -> None:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o600)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise NotAFile(f"not a regular file ({path})")
+            held = os.fstat(fd).st_size
+            if held > size:  # (made with a bigger size) what it holds is read, then it shrinks
+                with mmap.mmap(fd, held) as old:
+                    self._records = _records(bytes(old))
+                os.ftruncate(fd, size)
+            os.posix_fallocate(fd, 0, size)
+            self._map = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        if held <= size:
+            self._records = _records(self._map)
+        for page in range(0, size, mmap.PAGESIZE):  # in memory now, not at a lamp's write
+            self._map[page] = self._map[page]
+        self.size = size
+        self.at = 0  # where the next record goes
+        self.last = max((n for n, _ in self._records), default=0)
+
+    def records(self) -> list[tuple[int, bytes]]:
+        """``(number, body)`` of each whole record the file held when opened, in order."""
+        return self._records
+
+    def append(self, number: int, body: bytes) -> bool:
+        """False (nothing written) when it would not fit: the caller writes another way."""
+        end = self.at + self.HEADER.size + len(body)
+        if end > self.size:
+            return False
+        head = self.HEADER.pack(len(body), _crc(number, body), number)
+        self._map[self.at + self.HEADER.size : end] = body
+        self._map[self.at : self.at + self.HEADER.size] = head
+        self.at, self.last = end, number
+        return True
+
+    def clear(self) -> None:
+        """Every record is in SQLite: the next goes at the start (what follows is older)."""
+        self._map[: self.HEADER.size] = bytes(self.HEADER.size)
+        self.at = 0
+
+    def close(self) -> None:
+        self._map.close()
+
+
+def _crc(number: int, body: bytes) -> int:
+    return binascii.crc32(body, binascii.crc32(number.to_bytes(8, "little")))
+
+
+def _records(data: bytes | mmap.mmap) -> list[tuple[int, bytes]]:
+    found: list[tuple[int, bytes]] = []
+    at, last, size = 0, 0, Journal.HEADER.size
+    while at + size <= len(data):
+        length, crc, number = Journal.HEADER.unpack_from(data, at)
+        body = bytes(data[at + size : at + size + length])
+        if length == 0 or len(body) < length or number <= last or _crc(number, body) != crc:
+            break
+        found.append((number, body))
+        at, last = at + size + length, number
+    return found
+
+
+def _encode(batch: Batch) -> bytes:
+    """Rows as one journal body: fields and rows split by NUL, which neither a topic nor a
+    JSON text (``json.dumps`` escapes control characters) holds."""
+    return "\0".join(
+        f"{topic}\0{payload}\0{int(retain)}{policy}" for topic, payload, retain, policy in batch
+    ).encode()
+
+
+def _decode(body: bytes) -> Batch:
+    fields = body.decode().split("\0")
+    return [
+        (fields[i], fields[i + 1], fields[i + 2][0] == "1", int(fields[i + 2][1:]))
+        for i in range(0, len(fields), 3)
+    ]
 
 
 @dataclass(frozen=True)
@@ -92,6 +198,25 @@ class Spool:
         self.dropped = int(self._meta("dropped") or 0)
         self.rows = self._db.execute("SELECT count(*) FROM queue").fetchone()[0]
         self.last = self._db.execute("SELECT coalesce(max(seq), 0) FROM queue").fetchone()[0]
+        # The lines a SIGKILL caught in the journal, not yet in SQLite: moved now, in order.
+        self._journal_lock = threading.Lock()  # the pipeline thread's appends, short
+        self._journal = Journal(self.path.with_name(self.path.name + ".journal"))
+        moved = self._journaled = int(self._meta("journaled") or 0)
+        caught = [(n, body) for n, body in self._journal.records() if n > moved]
+        if caught:
+            self.put([row for _, body in caught for row in _decode(body)], caught[-1][0])
+        self._journal.clear()
+        self._journal.last = self._journaled = max(moved, self._journal.last)
+        self.recovered = len(caught)  # lines the last run journaled and did not move
+
+    def journal(self, batch: Batch) -> int | None:
+        """Rows made durable against the process's death with no system call (any thread):
+        the journal record's number, for :meth:`put`'s ``journaled``; None when the journal
+        is full (the caller puts them itself)."""
+        body = _encode(batch)
+        with self._journal_lock:
+            number = self._journal.last + 1
+            return number if self._journal.append(number, body) else None
 
     def _meta(self, key: str) -> str | None:
         found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -101,20 +226,24 @@ class Spool:
         self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
         return value
 
-    def put(self, batch: list[tuple[str, str, bool, int]]) -> None:
+    def put(self, batch: Batch, journaled: int = 0) -> None:
         """``(topic, payload, retain, policy)`` each, in order, in one transaction: all or none
-        (a full disk raises ``sqlite3.Error`` with the queue as it was)."""
+        (a full disk raises ``sqlite3.Error`` with the queue as it was).  ``journaled``: the
+        last journal record these rows include (noted in the same transaction; the journal
+        is cleared once nothing newer was appended)."""
         if not batch:
             return
         with self._use:
             rows, dropped, last = self.rows, self.dropped, self.last
             db = self._db
-            many = len(batch) > ROWS_PER_STATEMENT
+            many = len(batch) > ROWS_PER_STATEMENT or journaled > self._journaled
             try:
                 if many:
                     db.execute("BEGIN")
                 for at in range(0, len(batch), ROWS_PER_STATEMENT):
                     self._insert(batch[at : at + ROWS_PER_STATEMENT])
+                if journaled > self._journaled:
+                    self._set_meta("journaled", str(journaled))
                 if many:
                     db.execute("COMMIT")
             except BaseException:
@@ -122,6 +251,11 @@ class Spool:
                     db.execute("ROLLBACK")
                 self.rows, self.dropped, self.last = rows, dropped, last
                 raise
+            if journaled > self._journaled:
+                self._journaled = journaled
+                with self._journal_lock:
+                    if self._journal.last == journaled:  # nothing newer: start it again
+                        self._journal.clear()
             self._trim()
 
     def _insert(self, batch: list[tuple[str, str, bool, int]]) -> None:
@@ -198,4 +332,6 @@ class Spool:
         self._checkpointer.close()
         with self._use:
             self._db.close()
+        with self._journal_lock:
+            self._journal.close()
         self._lock.close()

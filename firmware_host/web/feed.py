@@ -25,7 +25,6 @@ from typing import Any
 
 from rules import indicator_for
 
-from ..jsonout import match_state
 from ..pictures.rules_text import english
 
 KEEP_VERDICTS = 20  # the page lists the last ones
@@ -46,6 +45,11 @@ class Stream:
             self.dropped.set()  # the handler ends the stream; the browser starts afresh
         else:
             self.queue.put_nowait(text)
+
+    def drop(self) -> None:
+        """End the stream now (the feed started again): an empty text wakes its handler."""
+        self.put("")
+        self.dropped.set()
 
 
 class Broadcast:
@@ -75,11 +79,12 @@ class Broadcast:
         self._streams.discard(stream)
 
     def _send(self, message: dict[str, Any]) -> None:
+        if self._loop is None:  # no browser has come yet (or never will: the daemon's mirror)
+            return
         text = json.dumps({**message, "sent_unix": time.time()}, separators=(",", ":"))
         with self._lock:
             loop = self._loop
-            if loop is None:  # no browser has come yet
-                return
+            assert loop is not None
             if len(self._outbox) >= QUEUE:  # the loop is that far behind: every stream is
                 self._outbox.clear()  # dropped at the hand-over, and starts afresh
                 self._overflowed = True
@@ -100,7 +105,7 @@ class Broadcast:
             overflowed, self._overflowed = self._overflowed, False
         for stream in list(self._streams):
             if overflowed:
-                stream.dropped.set()
+                stream.drop()
             for text in texts:
                 stream.put(text)
 
@@ -143,8 +148,9 @@ class LiveFeed(Broadcast):
             self._balls_sent = now
         self._send({"balls": balls})
 
-    def line(self, line: dict[str, Any], state: Any = None) -> None:
-        """A verdict or notice line as the daemon printed it, with the match state after it."""
+    def line(self, line: dict[str, Any], state: dict[str, Any] | None = None) -> None:
+        """A verdict or notice line as the daemon printed it, with the match state after it
+        (``jsonout.match_state``'s)."""
         lamp = indicator_for(line)
         with self._lock:
             if line.get("kind") == "verdict":
@@ -152,15 +158,15 @@ class LiveFeed(Broadcast):
             if lamp is not None:
                 self._lamp = {"state": lamp.state, "rule": lamp.rule, "t_us": line["t_us"]}
             if state is not None:
-                self._state = match_state(state)
+                self._state = state
             message = {"line": line, "lamp": self._lamp, "state": self._state}
         self._send(message)
 
-    def state(self, state: Any) -> None:
+    def state(self, state: dict[str, Any] | None) -> None:
         """The match state before any line (a new match, or one resumed from a recording):
         the page shows it from its first second instead of "not known yet"."""
         with self._lock:
-            self._state = match_state(state)
+            self._state = state
             message = {"state": self._state}
         self._send(message)
 
@@ -170,20 +176,53 @@ class LiveFeed(Broadcast):
             self._health = health
         self._send({"health": health})
 
+    # -- between the daemon and the page's process (web/process.py) -----------------------
+
+    def kept(self) -> dict[str, Any]:
+        """Everything kept, for a feed in another process to start again from."""
+        with self._lock:
+            events = [[shot, list(evs)] for shot, evs in self._shot_events.items()]
+            return self._current() | {"shot_events": events}
+
+    def reset(self, kept: dict[str, Any]) -> None:
+        """Start again from another feed's :meth:`kept` (messages were lost between the two):
+        every browser is dropped and starts again from a snapshot of it."""
+        with self._lock:
+            self._verdicts = deque(kept["verdicts"], maxlen=KEEP_VERDICTS)
+            self._lamp, self._state = kept["lamp"], kept["state"]
+            self._health, self._balls = kept["health"], kept["balls"]
+            self._table = kept["table"]
+            self._shot_events = {int(shot): evs for shot, evs in kept["shot_events"]}
+            loop = self._loop
+            self._outbox.clear()
+            if loop is None:  # no browser has come yet
+                return
+            self._overflowed = True  # at the next hand-over every stream is dropped
+            wake, self._woken = not self._woken, True
+        if wake:
+            try:
+                loop.call_soon_threadsafe(self._hand_over)
+            except RuntimeError:  # the server's loop has closed
+                with self._lock:
+                    self._woken = False
+
     # -- for the web server ----------------------------------------------------------------
+
+    def _current(self) -> dict[str, Any]:
+        """What a page shows now (under ``_lock``)."""
+        return {
+            "verdicts": list(self._verdicts),
+            "lamp": self._lamp,
+            "state": self._state,
+            "health": self._health,
+            "balls": self._balls,
+            "table": self._table,
+        }
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            return copy.deepcopy(
-                {
-                    "verdicts": list(self._verdicts),
-                    "lamp": self._lamp,
-                    "state": self._state,
-                    "health": self._health,
-                    "balls": self._balls,
-                    "table": self._table,
-                }
-            ) | {"rule_words": english()}  # item -> its words: the page cites each verdict's rule
+            current = copy.deepcopy(self._current())
+        return current | {"rule_words": english()}  # item -> its words: the page cites a rule
 
     def shot_events(self, shot: int) -> list[dict[str, Any]] | None:
         with self._lock:

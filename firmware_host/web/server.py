@@ -22,6 +22,7 @@ served from the package: a club's network may have no internet.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import math
@@ -39,8 +40,9 @@ from ..untrusted import Refusals, Refused, json_object
 from .feed import KEEP_SHOTS, LiveFeed
 from .guard import Attempts, Connections, connection_budget, host_allowed, host_names
 
-#: a referee's key: (key, arg, source), raising ValueError for a bad one (Daemon.press)
-Press = Callable[..., None]
+#: a referee's key: (key, arg, source), raising ValueError for a bad one (Daemon.press), or
+#: an awaitable that does (the daemon's answer, in web/process.py's page process)
+Press = Callable[..., Any]
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +209,8 @@ class WebServer:
                 except TimeoutError:
                     await response.write(b": keep-alive\n\n")
                     continue
+                if not text:  # dropped (Stream.drop)
+                    continue
                 await response.write(f"data: {text}\n\n".encode())
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -268,7 +272,9 @@ class WebServer:
             key, arg = body.get("key"), body.get("arg", 0)
             if not isinstance(key, str):
                 raise Refused('"key" must be a string')
-            self.press(key, arg, source=f"page {peer}")
+            pressed = self.press(key, arg, source=f"page {peer}")
+            if inspect.isawaitable(pressed):  # the daemon's answer, from the page's process
+                await pressed
         except (Refused, ValueError, TypeError) as exc:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response({"pressed": key, "arg": arg}, status=202)

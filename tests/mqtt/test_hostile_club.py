@@ -310,17 +310,20 @@ def test_a_line_is_on_disk_before_the_sink_returns(tmp_path):
     """A SIGKILL lost a verdict from the broker: it was printed and the lamp driven while it
     was still in memory.  The daemon hands a line to the publisher first (before the
     printer and the lamp), and the publisher's sink returns only once the line and
-    everything queued before it are in the spool (its publisher thread not even running)."""
+    everything queued before it are in the spool's files (its publisher thread not even
+    running): in SQLite, or in the journal beside it that the next start moves into it."""
     import sqlite3
 
     from firmware_host.mqtt.publisher import TablePublisher
-    from firmware_host.mqtt.spool import Spool
+    from firmware_host.mqtt.spool import Spool, _decode, _records
 
     table = TablePublisher(broker_url("mqtt://127.0.0.1:1"), "t1", Spool(tmp_path / "q.sqlite"))
     table.event({"type": "shot_start", "t_us": 5, "shot": 3})
     table.line(verdict_line(3), None, None)
     with sqlite3.connect(tmp_path / "q.sqlite") as other:  # what a restart would find
         rows = [(t, json.loads(p)) for t, p in other.execute("SELECT topic, payload FROM queue")]
+    journal = (tmp_path / "q.sqlite.journal").read_bytes()  # the file, as a SIGKILL leaves it
+    rows += [(t, json.loads(p)) for _, body in _records(journal) for t, p, _, _ in _decode(body)]
     assert [t for t, _ in rows] == [
         "club/t1/event",
         "club/t1/lamp",

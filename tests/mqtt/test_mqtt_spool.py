@@ -154,3 +154,59 @@ def test_a_put_never_checkpoints_the_log_the_publisher_thread_does(tmp_path):
     spool.checkpoint()
     assert path.stat().st_size > 4_000_000
     spool.close()
+
+
+KILLED_AFTER = """
+import json, os, signal, sys
+from firmware_host.mqtt.spool import Spool
+spool = Spool(sys.argv[1])
+batches = json.loads(sys.argv[2])
+numbers = [spool.journal([tuple(row) for row in batch]) for batch in batches]
+if sys.argv[3] == "moved":  # the first batch also reached SQLite, the journal not cleared
+    spool.put([tuple(row) for row in batches[0]], numbers[0])
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("moved", ["journaled", "moved"])
+def test_rows_journaled_before_a_sigkill_are_in_the_spool_once_at_the_next_start(tmp_path, moved):
+    """The lamp's durable write is the journal's memory copy (no system call): a SIGKILL
+    right after it loses nothing, and what SQLite already had is not queued twice."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "q.sqlite"
+    spool = Spool(path)
+    spool.put([message("club/t/verdict", 0, KEEP)])
+    spool.close()
+    batches = [
+        [message("club/t/event", 1, DROPPABLE), message("club/t/verdict", 2, KEEP)],
+        [message("club/t/state", 3, LATEST), message("club/t/verdict", 4, KEEP)],
+        [
+            message("club/t/state", 5, LATEST),
+            ("club/t/verdict", '{"n":6,"t":"a\\u0000b"}', True, 0),
+        ],
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER, str(path), json.dumps(batches), moved],
+        check=False,  # killed on purpose: its status is checked below
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    again = Spool(path)
+    left = [(r.topic, json.loads(r.payload)["n"], r.retain) for r in again.after(0, 100)]
+    assert left == [
+        ("club/t/verdict", 0, False),
+        ("club/t/event", 1, False),
+        ("club/t/verdict", 2, False),
+        ("club/t/verdict", 4, False),
+        ("club/t/state", 5, False),  # the newer state replaced the older, as in SQLite
+        ("club/t/verdict", 6, True),
+    ]
+    assert again.recovered == (3 if moved == "journaled" else 2)
+    again.close()
+    assert [r.topic for r in Spool(path).after(0, 100)] == [t for t, _, _ in left]  # once
