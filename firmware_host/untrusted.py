@@ -152,7 +152,7 @@ class Refusals:
     10.0.0.5: wrong token``); the rest are summed per source and reason and
     said in one line when the window ends, busiest sources first, whether
     or not another refusal comes.  The journal's own rate limit (and
-    :class:`~firmware_host.cli.lograte.RateLimit`, which would drop a repeated line's
+    :class:`~firmware_host.lograte.RateLimit`, which would drop a repeated line's
     address) never has to drop one.  ``counts`` is for health.
     """
 

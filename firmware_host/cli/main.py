@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .. import QUIET_SIGNALS, __version__, _exit_on_signal
+from ..lograte import RateLimit
 from .args import UsageError
 from .help import HelpFormatter, add_verbose, register
-from .lograte import RateLimit
 
 COMMANDS: tuple[str, ...] = (
     "run",

@@ -292,8 +292,8 @@ class _Daemon:
 
 
 def main(fd: int) -> int:
-    from ..cli.lograte import RateLimit  # the daemon's log lines, as the daemon writes them
     from ..live.referee_token import RefereeToken
+    from ..lograte import RateLimit  # the daemon's log lines, as the daemon writes them
     from .server import WebServer
 
     sock = socket.socket(fileno=fd)

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from firmware_host.cli.lograte import RateLimit
+from firmware_host.lograte import RateLimit
 
 
 class Clock:

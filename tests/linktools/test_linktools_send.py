@@ -73,7 +73,7 @@ def test_a_silent_table_gets_three_resends_then_a_failure(
 @pytest.mark.parametrize(
     ("words", "says"),
     [
-        (["HELLO"], "HELLO: not a host command (one of SET_INDICATOR, REQUEST_HELLO, PING)"),
+        (["HELLO"], "HELLO: not a host command (one of SET_INDICATOR, REQUEST_HELLO, PING, SETUP_SIGNING)"),
         (["PING", "tok=1"], "PING has no field 'tok' (its fields: token)"),
         (["PING", "token=0x100000000"], "token=0x100000000: out of range, 0 to 4294967295 (u32)"),
         (["PING", "token=-1"], "token=-1: out of range"),

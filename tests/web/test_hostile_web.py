@@ -320,7 +320,7 @@ def test_every_refusals_address_is_logged_after_the_first_five(caplog):
     their addresses: now the rest are summed per address at the window's end."""
     import logging
 
-    from firmware_host.cli.lograte import RateLimit
+    from firmware_host.lograte import RateLimit
     from firmware_host.untrusted import Refusals
 
     now = [0.0]
