@@ -56,7 +56,10 @@ from firmware_host.fusion.stream import BATCH_ROWS, ROW_TYPES, EventStream, even
 from firmware_host.timing.rows import C_TRACK, to_rows
 from protocol.decoder import decode_capture
 from rules import Referee, RulesConfig
-from firmware_host.cli import args as cliutil
+try:
+    from firmware_host.cli import args as cliutil
+except ImportError:  # a release before the rooms (issue 26)
+    from firmware_host import cliutil
 getattr(cliutil, "no_cycle_collection", lambda: None)()  # as events does, where it does
 pc = time.process_time  # CPU seconds: the machine is shared, the wall clock waits for it
 took = {"start": pc()}
