@@ -131,7 +131,7 @@ class Club:
         self.tables: dict[str, dict[str, Any]] = {}  # table -> kind -> latest message
         self.duplicates = 0
         self.refusals = Refusals(log, "club: a message")
-        self.connected = threading.Event()
+        self.connected = threading.Event()  # set once the broker has the subscription
         self._seen: dict[str, OrderedDict[bytes, None]] = {}  # table -> digests, oldest first
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="club feed", daemon=True)
@@ -147,6 +147,7 @@ class Club:
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = lambda *a: self.connected.clear()
         self.client.on_message = self._on_message
+        self.client.on_subscribe = self._on_subscribe
 
     @property
     def refused(self) -> dict[str, int]:
@@ -198,6 +199,13 @@ class Club:
     ) -> None:
         if not rc.is_failure:
             client.subscribe([(f"{ROOT}/+/{kind}", 1) for kind in PUBLISHED])
+
+    def _on_subscribe(
+        self, client: mqtt.Client, userdata: Any, mid: int, codes: list[Any], props: Any
+    ) -> None:
+        # Connected means subscribed: a message published between CONNACK and SUBACK
+        # never reaches this client, so nobody may count on the feed before this.
+        if not any(code.is_failure for code in codes):
             self.connected.set()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
