@@ -45,6 +45,8 @@ class Client:
             self.client.username_pw_set(user, password or USERS[user])
         self.client.on_connect = self._connected
         self.client.on_message = lambda c, u, m: self.got.append((m.topic, m.payload))
+        self.acked: set[int] = set()  # subscriptions the broker has answered (even refused)
+        self.client.on_subscribe = lambda c, u, mid, codes, props: self.acked.add(mid)
         self.client.connect("127.0.0.1", broker.port)
         self.client.loop_start()
         wait_for(lambda: self.ready or self.refused is not None, 10, f"{user} to connect")
@@ -56,7 +58,9 @@ class Client:
             self.ready = True
 
     def subscribe(self, topic: str) -> None:
-        self.client.subscribe(topic, qos=1)
+        """Returns once the broker has answered: a message published before that is lost."""
+        _, mid = self.client.subscribe(topic, qos=1)
+        wait_for(lambda: mid in self.acked, 10, f"the broker to answer {topic}")
 
     def publish(self, topic: str, text: str) -> None:
         self.client.publish(topic, text, qos=1).wait_for_publish(5)
@@ -78,7 +82,6 @@ def test_each_table_writes_only_its_topics_and_reads_only_its_commands(secured):
         board.subscribe("club/#")
         t1.subscribe("club/t1/command")
         t2.subscribe("club/t1/command")  # another table's commands: refused by the ACL
-        time.sleep(0.5)
         t1.publish("club/t1/verdict", "t1's own verdict")
         t1.publish("club/t2/verdict", "forged as t2")  # dropped by the broker
         club.publish("club/t1/command", "from the club page")
@@ -105,7 +108,6 @@ def test_no_one_but_the_table_reads_its_referee_token(secured):
             reader.subscribe("club/#")
             reader.subscribe("club/+/command")
         t1.subscribe("club/t1/command")
-        time.sleep(0.5)
         club.publish("club/t1/command", '{"id": "1", "token": "tok-table-1-secret"}')
         t1.publish("club/t1/command/result", '{"id": "1", "ok": true}')
         t1.publish("club/t1/verdict", "a verdict")
