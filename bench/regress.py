@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.count} captures of {args.minutes:g} min in {folder} ...", file=sys.stderr)
         paths = make_captures(folder, args.count, args.minutes)
         size = sum(p.stat().st_size for p in paths) / 1e6
+        largest = max(p.stat().st_size for p in paths) / 1e6
         replay(paths[0].read_bytes()[:SAMPLE_BYTES])  # the loop's kernels loaded, as a worker's
         with connect(None, 1, "2GiB") as client:
             threads = warmed(client, paths)
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{one_wall / two['wall_s']:.2f}x (table-h per CPU-h "
         f"{median(ones, 'cpu_s') / two['cpu_s']:.2f}x)"
         f"\nworker memory (RSS): {rest_mb:.0f} MB warmed, before a task; peak {peak_mb:.0f} MB, "
-        f"the largest capture {max(p.stat().st_size for p in paths) / 1e6:.0f} MB "
+        f"the largest capture {largest:.0f} MB "
         "(read in 1 MiB windows)"
     )
     return 0

@@ -119,3 +119,23 @@ def test_a_corpus_without_captures_is_one_line(tmp_path: Path, capsys) -> None:
     status = main(["hil", "regress", str(tmp_path / "nothing"), "-o", str(tmp_path / "out")])
     assert status == 2
     assert capsys.readouterr().err.strip().endswith("nothing: no such file or folder")
+
+
+def _worker_settings() -> tuple[str | None, bool]:
+    import os
+
+    import dask
+
+    return os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get(
+        "distributed.worker.profile.enabled"
+    )
+
+
+def test_the_local_clusters_workers_allocate_and_sample_as_the_command_line_does() -> None:
+    """A local cluster's worker runs without the nanny's malloc trim threshold (which maps every
+    large array afresh: about a tenth more CPU a part, docs/regress.md) and without Dask's
+    stack sampler."""
+    from firmware_host.regress.cluster import connect
+
+    with connect(None, 1, "1GiB") as client:
+        assert list(client.run(_worker_settings).values()) == [(None, False)]
