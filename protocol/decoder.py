@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels as k
+from . import ratelimit
 from .catalogue import (
     BY_TYPE,
     FLAG_SIGNED,
@@ -33,7 +34,15 @@ from .catalogue import (
     Header,
     crc32,
 )
-from .framing import BadFrame, Message, Refused, Retransmission, UnknownFrame, parse_body
+from .framing import (
+    BadFrame,
+    Message,
+    OverRate,
+    Refused,
+    Retransmission,
+    UnknownFrame,
+    parse_body,
+)
 from .layout import (
     COUNTED,
     GREEDY,
@@ -63,6 +72,8 @@ FRAME_DTYPE = np.dtype(
         ("tag", "<u8"),  # a signed frame's 8-byte tag, little-endian; else 0
         ("prior", "<i4"),  # CONFLICT: where in raw the earlier frame of that seq is (-1: not)
         ("prior_len", "u1"),  # and its header + payload bytes
+        ("rate", "u1"),  # what its node's rate limit did (protocol.ratelimit: TAKE ... CALM)
+        ("mark_t", "<u4"),  # FLOOD, CALM: the node's stamp the change is dated from
     ]
 )
 _RULES = rule_table()
@@ -73,7 +84,7 @@ for _lay in all_layouts():
 #: forger can imitate (ICD §9); a conflict on a wired node is counted and shown all the same.
 _RADIO_NODES = np.zeros(256, np.int64)
 _RADIO_NODES[[NODE_IDS["cue"], NODE_IDS["keypad"]]] = 1
-_CHECKS = k.FrameChecks(rules=_RULES, crc_tables=k.CRC_TABLES)
+_CHECKS = k.FrameChecks(rules=_RULES, crc_tables=k.CRC_TABLES, rate_limits=ratelimit.LIMITS)
 _NAMES = {spec.msg_type: spec.name for spec in BY_TYPE.values()}
 #: Every record starts with the prefix and the header (protocol.layout): their places
 _HEAD = len(RECORD_PREFIX) + len(Header.subcons)
@@ -82,6 +93,7 @@ STATUS_NAMES = {
     k.OK: "ok",
     k.UNKNOWN: "unknown",
     k.DUPLICATE: "duplicate",
+    k.OVER_RATE: "over_rate",
     **{k.UNSIGNED + i: reason for i, reason in enumerate(k.REFUSALS)},
     **{k.BAD_COBS + i: reason for i, reason in enumerate(k.BAD_REASONS)},
 }
@@ -101,6 +113,7 @@ class Stats:
     signed: int = 0  # frames with flags bit 1 (verified only when a key is held)
     conflicts: dict[str, int] = field(default_factory=dict)  # node -> seq conflicts
     refused: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> reason -> n
+    over_rate: dict[str, int] = field(default_factory=dict)  # node -> frames its limit dropped
 
     @property
     def bad_total(self) -> int:
@@ -130,11 +143,17 @@ class Decoded:
     duplicates: list[Retransmission] = field(default_factory=list)  # row of a DUPLICATE frame
     refused: list[Refused] = field(default_factory=list)  # row of a refused frame (ICD §9)
     conflicts: list[Conflict] = field(default_factory=list)  # seq reused, other content
+    #: the frames where a node's flood starts or ends (``rate`` FLOOD or CALM): a few rows
+    marks: np.ndarray = field(default_factory=lambda: np.zeros(0, FRAME_DTYPE))
+    #: the bodies of the frames a rate limit dropped (their ``row``), parsed only by items()
+    over_rate_bodies: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.frames)
 
-    def items(self) -> Iterator[Message | BadFrame | UnknownFrame | Retransmission]:
+    def items(
+        self,
+    ) -> Iterator[Message | BadFrame | UnknownFrame | Retransmission | Refused | OverRate]:
         """Every frame as a Python object, in stream order (printing, live use)."""
         for f in self.frames:
             status = int(f["status"])
@@ -147,6 +166,9 @@ class Decoded:
                 yield self.duplicates[int(f["row"])]
             elif k.UNSIGNED <= status <= k.REPLAYED:
                 yield self.refused[int(f["row"])]
+            elif status == k.OVER_RATE:
+                assert self.over_rate_bodies is not None
+                yield OverRate(_parse_kept(f, self.over_rate_bodies))
             elif status >= k.BAD_COBS:
                 yield BadFrame(STATUS_NAMES[status], int(f["offset"]), int(f["length"]))
 
@@ -224,6 +246,8 @@ class StreamDecoder:
             last_len=np.zeros(256, np.int64),
             keep_prior=_RADIO_NODES,
             conflicts=np.zeros(256, np.int64),
+            rate=ratelimit.states(),
+            over_rate=np.zeros(256, np.int64),
         )
         self._per_type = np.zeros(256, np.int64)
         self._signed = 0
@@ -283,8 +307,20 @@ class StreamDecoder:
         conflicts = _conflicts(frames, out.raw, tables, priors)
         unknown = self._kept_aside(frames, out.raw, k.UNKNOWN)
         duplicates = [Retransmission(m) for m in self._kept_aside(frames, out.raw, k.DUPLICATE)]
+        rate = frames["rate"]
+        marks = frames[(rate == ratelimit.FLOOD) | (rate == ratelimit.CALM)]
+        dropped = out.raw if np.any(frames["status"] == k.OVER_RATE) else None
         return Decoded(
-            frames, tables, unknown, self.pending_bytes, None, duplicates, refused, conflicts
+            frames,
+            tables,
+            unknown,
+            self.pending_bytes,
+            None,
+            duplicates,
+            refused,
+            conflicts,
+            marks,
+            dropped,
         )
 
     def _decide_held(
@@ -382,6 +418,7 @@ class StreamDecoder:
             signed=self._signed,
             conflicts={_node(n): int(c) for n, c in enumerate(acc.conflicts) if c},
             refused=self.signing.counts() if self.signing is not None else {},
+            over_rate={_node(n): int(c) for n, c in enumerate(acc.over_rate) if c},
         )
 
 

@@ -166,6 +166,14 @@ class Refused:
     reason: str
 
 
+@dataclass(frozen=True)
+class OverRate:
+    """A good frame its node's rate limit dropped (protocol.ratelimit: the node floods the
+    link): counted and shown by the printer, never reaching the timeline."""
+
+    frame: Message | UnknownFrame
+
+
 def parse_frame(encoded: bytes, offset: int = -1) -> Message | BadFrame | UnknownFrame:
     """Decode the bytes between two delimiters, checking in the ICD's order.
 

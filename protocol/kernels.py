@@ -23,8 +23,10 @@ import numpy as np
 
 from .catalogue import FLAG_SIGNED, HEADER_SIZE, MAX_BODY, MIN_BODY, PROTOCOL_VERSION, SIG_TRAILER
 from .layout import PREFIX_SIZE
+from .ratelimit import CALM, FLOOD, TAKE, admit, flood_from, rate_class
 from .seqwindow import CONFLICT, GAP, LATE, NONE, REBOOT, account, reuses_newest
 from .seqwindow import DUPLICATE as SEQ_DUPLICATE
+from .seqwindow import HAS as SEQ_HAS
 
 # Bytes between two delimiters of the longest valid frame: a 254-byte body
 # needs one COBS code byte.
@@ -33,7 +35,8 @@ MAX_ENCODED = MAX_BODY + 1
 # Frame status codes in the frame table.  HELD: a frame the signature check must see
 # before it counts (ICD §9, protocol.signing); it leaves the decoder as OK, DUPLICATE or
 # one of the three refusals.
-OK, UNKNOWN, DUPLICATE, HELD, UNSIGNED, BAD_TAG, REPLAYED = 0, 1, 2, 3, 4, 5, 6
+# OVER_RATE: a frame its node's rate limit dropped (protocol.ratelimit), never a record.
+OK, UNKNOWN, DUPLICATE, HELD, UNSIGNED, BAD_TAG, REPLAYED, OVER_RATE = 0, 1, 2, 3, 4, 5, 6, 7
 REFUSALS = ("unsigned", "bad_tag", "replayed")  # statuses UNSIGNED, BAD_TAG, REPLAYED
 BAD_COBS, BAD_CRC, BAD_LENGTH, BAD_VERSION, BAD_PAYLOAD = 10, 11, 12, 13, 14
 BAD_REASONS = ("cobs", "crc", "length", "version", "payload length")
@@ -59,10 +62,13 @@ class FrameChecks(NamedTuple):
     ``rules``: int64 (256, 6), per msg_type the payload-length rule
     (:func:`protocol.layout.rule_table`, columns ``_KNOWN`` … ``_MAX_ITEMS``).
     ``crc_tables``: uint32 (8, 256), the slicing-by-8 tables (:data:`CRC_TABLES`).
+    ``rate_limits``: int64 (``ratelimit.CLASSES``, 3), each class's rate, burst and calm
+    time (:data:`protocol.ratelimit.LIMITS`).
     """
 
     rules: np.ndarray
     crc_tables: np.ndarray
+    rate_limits: np.ndarray
 
 
 class StreamAccounts(NamedTuple):
@@ -83,6 +89,8 @@ class StreamAccounts(NamedTuple):
     the report of a conflict, kept only for the nodes ``keep_prior`` (256,)
     names (the radio nodes: copying every tracker frame cost the decoder a
     fifth of its time).  ``conflicts`` (256,): seq conflicts per node.
+    ``rate`` (``ratelimit.CLASSES``, ``ratelimit.STATE_COLUMNS``): each rate class's
+    bucket (:mod:`protocol.ratelimit`); ``over_rate`` (256,): frames dropped per node.
     """
 
     seq_state: np.ndarray
@@ -96,6 +104,8 @@ class StreamAccounts(NamedTuple):
     last_len: np.ndarray
     keep_prior: np.ndarray
     conflicts: np.ndarray
+    rate: np.ndarray
+    over_rate: np.ndarray
 
 
 class FrameTables(NamedTuple):
@@ -295,8 +305,9 @@ def scan(
     """Decode every complete frame of buf; returns (frames, bytes consumed).
 
     Per frame: :func:`_unstuff`, :func:`_check_frame`, then :func:`_file_bad`,
-    or :func:`_file_header`, :func:`_note_boot`, :func:`seqwindow.account` and the body
-    kept: a known type's as its next record (:func:`_write_record`), an unknown
+    or :func:`_file_header`, its node's rate limit (:func:`_over_rate`: a frame beyond
+    it is dropped, its body kept in ``out.raw`` for the printer), :func:`_note_boot`,
+    :func:`seqwindow.account` and the body kept: a known type's as its next record (:func:`_write_record`), an unknown
     type's in ``out.raw`` (``row`` = start).  An unclosed frame waits for the
     next chunk.  The tuples are unpacked once, here: the per-frame steps take
     arrays and are inlined (tuples passed to them per frame measured ~20 % slower).
@@ -305,7 +316,7 @@ def scan(
     before buf's first delimiter continue an over-long run that began at that
     offset (the caller dropped its start to bound memory).
     """
-    rules, crc_tables = checks
+    rules, crc_tables, rate_limits = checks
     frames, per_type, region, rec_size, records, raw = out
     bad, misc, hold = accounts.bad, accounts.misc, accounts.hold
     body = np.empty(buf.size + 1, np.uint8)  # the un-stuffed frame
@@ -332,6 +343,10 @@ def scan(
             _file_bad(f, frame_offset, length, status, bad)
             continue
         _file_header(f, frame_offset, body, body_len)
+        if _over_rate(f, body, accounts, rate_limits):  # before the signature check: its CPU
+            raw_used = _keep_body(f, body, body_len, raw, raw_used)
+            f["status"] = OVER_RATE
+            continue
         if _held(hold, body):  # the signature check decides, then accounts it (in Python)
             raw_used = _keep_body(f, body, body_len, raw, raw_used)
             f["status"] = HELD
@@ -359,6 +374,35 @@ def scan(
             )
         f["status"] = status
     return n, i
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _over_rate(f: np.void, body: np.ndarray, accounts: StreamAccounts, limits: np.ndarray) -> bool:
+    """Whether its node's rate limit drops this frame (:func:`ratelimit.admit`), counted.
+
+    The frame table's ``rate`` says what the limit did, and a flood's first frame and the
+    frame that ends it carry ``mark_t``, the node's stamp the change is dated from (the
+    timing core tells the fusion, which sets the node's data aside meanwhile).  A frame
+    dropped never reaches the seq window, and the frame that ends a flood starts it
+    afresh: what the limit dropped is counted as such, never as lost.
+    """
+    node = body[2]
+    c = rate_class(node, body[1])
+    if c < 0:
+        return False
+    state = accounts.rate[c]
+    said = admit(state, limits[c], _u32(body, 6))
+    f["rate"] = said
+    if said == TAKE:
+        return False
+    if said == CALM:
+        f["mark_t"] = (_u32(body, 6) - 1) & 0xFFFFFFFF
+        accounts.seq_state[node, SEQ_HAS] = 0
+        return False
+    if said == FLOOD:
+        f["mark_t"] = flood_from(state)
+    accounts.over_rate[node] += 1
+    return True
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
@@ -486,6 +530,8 @@ def _file_bad(f: np.void, frame_offset: int, length: int, status: int, bad: np.n
     f["tag"] = 0
     f["prior"] = -1
     f["prior_len"] = 0
+    f["rate"] = TAKE
+    f["mark_t"] = 0
     f["status"] = status
 
 
@@ -508,6 +554,8 @@ def _file_header(f: np.void, frame_offset: int, body: np.ndarray, body_len: int)
     f["seq_gap"] = 0
     f["prior"] = -1
     f["prior_len"] = 0
+    f["rate"] = TAKE
+    f["mark_t"] = 0
     if body[3] & FLAG_SIGNED:  # the trailer after the payload (ICD §9)
         f["sig_ctr"] = _u32(body, body_len)
         f["tag"] = _u64(body, body_len + 4)
@@ -529,6 +577,7 @@ def _note_boot(boot_id: int, accounts: StreamAccounts) -> bool:
     if rebooted:
         accounts.misc[M_BOOTS] += 1
         accounts.seq_state[:, :] = 0
+        accounts.rate[:, :] = 0  # every clock restarts, and the fusion takes every node back
     boot[0] = 1
     boot[1] = boot_id
     return rebooted

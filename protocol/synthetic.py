@@ -2,8 +2,9 @@
 
 Field values come from the record dtypes (so every field the catalogue
 defines gets exercised, at its full range); frames are encoded by the bulk
-encoder.  This is wire-level noise with correct per-node ``seq`` counters,
-not a table: the virtual table (``firmware_host.virtual_table``) makes
+encoder.  This is wire-level noise with correct per-node ``seq`` counters and
+clocks that run forward within every rate limit (:mod:`.ratelimit`: no frame
+of it is a flood), not a table: the virtual table (``firmware_host.virtual_table``) makes
 realistic matches.
 """
 
@@ -13,10 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from .catalogue import MESSAGES, NODE_NAMES
+from .catalogue import MESSAGES, NODE_IDS, NODE_NAMES
 from .encode import encode_records
 from .layout import COUNTED, GREEDY, layout
 
+# µs of its node's clock between two frames of a node: the hub's 1 s (its HEARTBEAT's
+# rate), the tracker's 5 ms (under its 240 frames/s), every other node's 2 ms
+_HUB_STEP_US, _TRACKER_STEP_US, _STEP_US = 1_000_000, 5_000, 2_000
 _TEXT = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz 0123456789.:-", np.uint8)
 
 
@@ -67,9 +71,14 @@ def mixed_frames(n_frames: int, seed: int = 0) -> list[bytes]:
     first = np.searchsorted(nodes[order], nodes[order])
     seq = np.empty(n_frames, np.int64)
     seq[order] = np.arange(n_frames) - first
+    # ... and its clock runs forward from a random start, within its rate limit
+    base = rng.integers(0, 2**32, 256)
+    step = np.full(256, _STEP_US)
+    step[0], step[NODE_IDS["tracker"]] = _HUB_STEP_US, _TRACKER_STEP_US
     for t, rec in records.items():
         where = np.flatnonzero(choice == t)
         rec["seq"][rows[where]] = seq[where] & 0xFFFF
+        rec["t_us"][rows[where]] = (base[nodes[where]] + seq[where] * step[nodes[where]]) % 2**32
     encoded = {t: encode_records(rec) for t, rec in records.items()}
     return [encoded[int(t)][r] for t, r in zip(choice, rows)]
 

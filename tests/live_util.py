@@ -40,3 +40,22 @@ def referee_live(wire, tmp_path: Path, timeout_s: float = 120.0):
         hub.close()
     recorded = b"".join(p.read_bytes() for p in sorted(tmp_path.glob("*.bin")))
     return daemon, lines, events, lamp, recorded
+
+
+def false_fouls(lines: list[dict], plain: list[dict]) -> list[dict]:
+    """The foul lines of ``lines`` that the same match without a fault (``plain``) has no
+    foul for: a foul of a shot (early or final) whose rules are not all among the rules of
+    that shot's fouls in ``plain``, or a foul outside any shot beyond ``plain``'s ones.
+    A fault may cost a decision (``referee``, or a legal shot the sensors left open),
+    never add a foul."""
+    fouled: dict[object, set[str]] = {}
+    for line in plain:
+        if line.get("kind") == "verdict" and line.get("verdict") == "foul":
+            fouled.setdefault(line.get("shot"), set()).update(line.get("rules", []))
+    return [
+        line
+        for line in lines
+        if line.get("kind") == "verdict"
+        and line.get("verdict") == "foul"
+        and not set(line.get("rules", [])) <= fouled.get(line.get("shot"), set())
+    ]

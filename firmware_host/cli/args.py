@@ -201,6 +201,12 @@ def report_frames(command: str, stats: Any, dropped_bytes: int = 0) -> int:
             f"{plural(sum(conflicts.values()), 'seq conflict')}: a seq reused with other "
             f"content, a forged frame? (by node {conflicts})"
         )
+    over_rate = getattr(stats, "over_rate", {})
+    if over_rate:
+        found.append(
+            f"{plural(sum(over_rate.values()), 'frame')} beyond their node's rate limit, a "
+            f"node flooding the link (by node {over_rate})"
+        )
     if dropped_bytes:
         found.append(f"{plural(dropped_bytes, 'byte')} dropped without a frame delimiter")
     if not found:

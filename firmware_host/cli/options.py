@@ -171,6 +171,13 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
     virtual.add_argument(
         "--scenario", metavar="NAME", help="a named scenario (--scenario list: the names)"
     )
+    virtual.add_argument(
+        "--faults",
+        metavar="SPEC",
+        default="",
+        help="what goes wrong at the virtual table, as simulate --faults takes it (e.g. "
+        "flood-tracker:5000@20-25: a tracker flooding the link; default: none)",
+    )
     add_virtual_match(
         virtual,
         speed=UNCHOSEN_SPEED,

@@ -181,7 +181,12 @@ def _summary(stats: Any, pending: int, dropped: int) -> dict[str, Any]:
 
 
 def _wire_trust(stats: Any) -> dict[str, Any]:
-    return {"signed": stats.signed, "refused": stats.refused, "conflicts": stats.conflicts}
+    return {
+        "signed": stats.signed,
+        "refused": stats.refused,
+        "conflicts": stats.conflicts,
+        "over_rate": stats.over_rate,
+    }
 
 
 def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
@@ -210,6 +215,8 @@ def _write_summary(out: TextIO, summary: dict[str, Any], as_json: bool) -> None:
         out.write(f"  refused from {node:<8} {shown} (marked REFUSED)\n")
     for node, n in summary.get("conflicts", {}).items():
         out.write(f"  seq conflicts  {node} {n} (marked SEQ CONFLICT: a forged frame?)\n")
+    for node, n in summary.get("over_rate", {}).items():
+        out.write(f"  over rate from {node:<8} {n} (marked OVER RATE: the node floods the link)\n")
     if summary["pending_bytes"]:
         out.write(f"  capture ends inside a frame ({summary['pending_bytes']} bytes)\n")
     if summary["dropped_bytes"]:
@@ -466,4 +473,5 @@ def run(args: argparse.Namespace) -> int:
         _write_summary(sys.stderr, summary, as_json=False)
     else:
         _write_summary(out, summary, listing.format == "json")
-    return 1 if stats.bad_total or dropped or stats.refused or stats.conflicts else 0
+    trouble = stats.refused or stats.conflicts or stats.over_rate
+    return 1 if stats.bad_total or dropped or trouble else 0

@@ -215,6 +215,8 @@ def _virtual_table(
     ]
     if args.scenario:
         cmd += ["--scenario", args.scenario]
+    if args.faults:
+        cmd += ["--faults", args.faults]
     # With the kernels not compiled yet, the table's physics runs as plain Python: a
     # two-minute match takes under a second to build that way, and nothing to compile.
     env = _interpreted_env() if interpreted else None
@@ -288,6 +290,16 @@ def _check_scenario(name: str) -> bool:
     return False
 
 
+def _check_faults(spec: str) -> None:
+    """``--faults`` checked here, in one line, before the virtual table is started."""
+    from ..virtual_table.faults import FaultPlan
+
+    try:
+        FaultPlan.parse(spec)
+    except ValueError as exc:
+        raise UsageError(f"--faults: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     # The referee's presses are an audit record: logged without -v too (docs/web.md).
     presses = logging.getLogger("firmware_host.presses")
@@ -310,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.port is None and args.scenario is not None and _check_scenario(args.scenario):
                 return 0
+            _check_faults(args.faults)
             check_link(args)
             if args.port is not None:
                 check_port(args.port, absent_ok=True)
@@ -452,6 +465,8 @@ def run(args: argparse.Namespace) -> int:
         assert signals.status is not None
         return signals.status
     lost = f", {stats.record_lost} bytes not recorded" if stats.record_lost else ""
+    if stats.decoder.get("over_rate"):
+        lost += f", beyond a node's rate limit (dropped) {stats.decoder['over_rate']}"
     if stats.losses:
         lost += f", timing and fusion dropped {stats.losses}"
     from ..cli.liveview import summary_text

@@ -70,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         default="",
         help="faults at match seconds, e.g. garbage@30,drop@45,offline:4@60-75,reboot@120,"
-        "stall@200-203,noack@0-600,random (default: none)",
+        "stall@200-203,noack@0-600,random; an attacker: forge-cue@40, forge-keypad@50, "
+        "replay-old@60; a tracker flooding the link: flood-tracker:5000@20-25 (default: none)",
     )
     table.add_argument(
         "--firmware",
@@ -162,6 +163,7 @@ def _within_match(plan: Any, duration_s: float) -> Any:
         stalls=tuple(window(a, b, "stall") for a, b in plan.stalls),
         no_ack=tuple(window(a, b, "noack") for a, b in plan.no_ack),
         attacks=tuple((kind, at(t, kind)) for kind, t in plan.attacks),
+        floods=tuple((r, *window(a, b, "flood-tracker")) for r, a, b in plan.floods),
     )
 
 

@@ -98,9 +98,11 @@ def describe(status: dict[str, Any], found: list[str]) -> list[str]:
             for node, reasons in (wire.get("refused") or {}).items()
         )
         conflicts = ", ".join(f"{node} {n}" for node, n in (wire.get("conflicts") or {}).items())
+        over_rate = ", ".join(f"{node} {n}" for node, n in (wire.get("over_rate") or {}).items())
         lines.append(
             f"signed frames ({key}): {wire.get('signed', 0)} signed, refused: "
-            f"{refused or 'none'}; seq conflicts: {conflicts or 'none'}"
+            f"{refused or 'none'}; seq conflicts: {conflicts or 'none'}; "
+            f"beyond a rate limit (a node flooding the link): {over_rate or 'none'}"
         )
     clock = status.get("clock") or {}
     lines.append(

@@ -165,10 +165,12 @@ def to_dict(
     elif etype == records.EV_KEYPAD:
         out |= {"key": KEYPAD_KEYS.get(a, str(a)), "arg": b}
     elif etype == records.EV_NODE_STATUS:
+        who = int(rec[records.O_C])
+        flooded = who == records.STATUS_FLOOD and b == 1  # its rate limit sets it aside
         out |= {
             "node": NODE_NAMES.get(a, str(a)),
-            "status": NODE_STATUS_CODES.get(b, str(b)),
-            "source": "host" if int(rec[records.O_C]) == records.STATUS_SILENT else "hub",
+            "status": "flooded" if flooded else NODE_STATUS_CODES.get(b, str(b)),
+            "source": "hub" if who == records.STATUS_FROM_HUB else "host",
         }
     return out
 

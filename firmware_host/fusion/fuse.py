@@ -14,7 +14,8 @@ LINE_CROSS       :func:`.lines.line_cross`
 BALL_CLICK       :func:`.contacts.ball_click`
 CUE_CONTACT      :func:`.shots.cue_contact`
 KEYPAD           a keypad event
-NODE_STATUS      :func:`node_status` (and the timeline's NODE_SILENT / NODE_BACK)
+NODE_STATUS      :func:`node_status` (and the timeline's NODE_SILENT / NODE_BACK,
+                 the rate limit's NODE_FLOODED / NODE_CALM)
 HELLO            :func:`hello` (the hub booted)
 ===============  ====================================================
 
@@ -34,7 +35,10 @@ from firmware_host.timing.rows import (
     C_HUB,
     C_TRACK,
     C_TYPE,
+    CLOCK_STEP,
     NODE_BACK,
+    NODE_CALM,
+    NODE_FLOODED,
     NODE_SILENT,
     P0,
     RELEASED_TYPES,
@@ -55,6 +59,7 @@ from .records import (
     EV_POCKET,
     NO_BALL,
     NO_FLAGS,
+    STATUS_FLOOD,
     STATUS_FROM_HUB,
     STATUS_SILENT,
     TRACKED,
@@ -84,6 +89,7 @@ from .state import (
     MOVED_SEEN_T,
     MOVED_WAITING,
     NODES_DOWN,
+    NODES_FLOODED,
     NODES_PRESENT,
     NOW,
     RING_SEEN,
@@ -173,8 +179,8 @@ def fuse(state: FusionState, store, synthetic, index, tracks, upto, out: Out):
             cue_contact(state, out, row, tracked)
         elif mtype == T_KEYPAD:
             emit(out, state.shot, hub_t, EV_KEYPAD, -1, row[KP_KEY], row[KP_ARG], 0, 0, 0)
-        elif mtype == T_NODE_STATUS or mtype == NODE_SILENT or mtype == NODE_BACK:
-            node_status(state, out, row, mtype)
+        elif mtype == T_NODE_STATUS or NODE_SILENT <= mtype <= NODE_CALM and mtype != CLOCK_STEP:
+            node_status(state, out, row, mtype)  # the hub's, the timeline's, the rate limit's
         elif mtype == T_HELLO:
             hello(state, out, row, tracked)
     quiet_end(state, out, upto)
@@ -277,20 +283,25 @@ def pocket_drop(state: FusionState, out: Out, row, tracked):
 
 @njit(cache=True)
 def node_status(state: FusionState, out: Out, row, mtype):
-    """A node's status row: NODE_STATUS from the hub, or the timeline's NODE_SILENT /
-    NODE_BACK.  Code 1 marks the node down, 0 up again; the tracker going down settles
-    held curtain reports and drops its history (stale when it comes back) and the touch
-    watches.  Then the node_status event (``O_C``: who said so)."""
+    """A node's status row: NODE_STATUS from the hub, the timeline's NODE_SILENT /
+    NODE_BACK, or the decoder's rate limit's NODE_FLOODED / NODE_CALM (a bit of its own:
+    the hub calling a flooding node online does not take it back).  Code 1 marks the node
+    down, 0 up again; the tracker going down settles held curtain reports and drops its
+    history (stale when it comes back) and the touch watches.  Then the node_status event
+    (``O_C``: who said so)."""
     if mtype == T_NODE_STATUS:
         node, code, who = row[S_PEER], row[S_CODE], STATUS_FROM_HUB
-    else:
+    elif mtype == NODE_SILENT or mtype == NODE_BACK:
         node, code, who = row[P0], 1 if mtype == NODE_SILENT else 0, STATUS_SILENT
+    else:
+        node, code, who = row[P0], 1 if mtype == NODE_FLOODED else 0, STATUS_FLOOD
     stream = state.stream
     if 0 <= node < 16:
+        bits = NODES_FLOODED if who == STATUS_FLOOD else NODES_DOWN
         if code == 1:
-            stream.state[NODES_DOWN] |= np.int64(1) << node
+            stream.state[bits] |= np.int64(1) << node
         elif code == 0:
-            stream.state[NODES_DOWN] &= ~(np.int64(1) << node)
+            stream.state[bits] &= ~(np.int64(1) << node)
         if node == TRACKER and code == 1:
             if state.lines.state[LINES_HELD]:
                 judge_lines(state.table, state.tracker, state.shot, state.lines, out, True)
@@ -316,6 +327,7 @@ def hello(state: FusionState, out: Out, row, tracked):
         judge_lines(table, tracker, shot, state.lines, out, True)
     state.stream.state[NODES_PRESENT] = row[H_PRESENT] | 1
     state.stream.state[NODES_DOWN] = 0
+    state.stream.state[NODES_FLOODED] = 0  # the decoder's rate limits start afresh too
     tracker.state[FRAMES_SEEN] = 0
     tracker.state[RING_SEEN] = 0
     stop_watching(state.cushions, True)

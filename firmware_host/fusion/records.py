@@ -64,7 +64,7 @@ FLAG_CERTAIN, FLAG_INTERRUPTED = np.int64(1), np.int64(2)
 NO_BALL, NO_FLAGS = np.int64(-1), np.int64(0)
 TRACKED, UNTRACKED = np.bool_(True), np.bool_(False)
 SOURCE_TRACKER = 1  # O_B of a cushion event: derived from the tracker (EVENTS.md "source")
-STATUS_FROM_HUB, STATUS_SILENT = 0, 1  # O_C of node_status: who said so
+STATUS_FROM_HUB, STATUS_SILENT, STATUS_FLOOD = 0, 1, 2  # O_C of node_status: who said so
 PATH_BALL, PATH_T, PATH_X, PATH_Y = range(4)  # Out.paths columns
 
 EVENTS_WRITTEN, LAYOUTS_WRITTEN, PATH_POINTS_WRITTEN = range(3)  # Out.written

@@ -25,16 +25,18 @@ CUSHIONS = 6  # ICD §6 cushion pieces 0-5 (and pockets 0-5)
 X, Y, ON = 0, 1, 2  # columns of a position, and of a layout's ball
 
 # -- the stream: nodes and time -------------------------------------------------------------
-NODES_PRESENT, NODES_DOWN, NOW = range(3)  # Stream.state
+NODES_PRESENT, NODES_DOWN, NOW, NODES_FLOODED = range(4)  # Stream.state
 TRACKER, LINES, ACOUSTIC = 4, 5, 6  # ICD node numbers the fusion asks about
 
 
 class Stream(NamedTuple):
     """What the hub said of its nodes, and how far the rows have come.
 
-    ``state`` (3,) int64: ``NODES_PRESENT`` and ``NODES_DOWN`` (a bit per
+    ``state`` (4,) int64: ``NODES_PRESENT`` and ``NODES_DOWN`` (a bit per
     node: in the last HELLO; reported down since), ``NOW`` (the newest hub
-    time seen, µs).
+    time seen, µs), ``NODES_FLOODED`` (a bit per node flooding the link: the
+    decoder's rate limit drops its frames, protocol.ratelimit; its own bit, so
+    the hub saying the node is online does not take it back).
     """
 
     state: np.ndarray
@@ -220,7 +222,7 @@ def new_state(params: Params, table: np.ndarray, counters: np.ndarray) -> Fusion
     """The state at the start of a stream: no frames, no shot, nothing held."""
     never = np.iinfo(np.int64).min // 2
     return FusionState(
-        stream=Stream(np.zeros(3, np.int64)),
+        stream=Stream(np.zeros(4, np.int64)),
         params=params,
         table=table,
         tracker=Tracker(

@@ -51,7 +51,7 @@ class EventStream:
         ``host_rx_ns``: the host's monotonic clock when the chunk was read
         (live); it only makes events come out sooner, never changes them.
         """
-        rows, tracks = to_rows(decoded.tables, ROW_TYPES)
+        rows, tracks = to_rows(decoded.tables, ROW_TYPES, decoded.marks)
         return self.feed_rows(rows, tracks, host_rx_ns)
 
     def feed_rows(
@@ -136,7 +136,8 @@ def events_from_capture(
     data: bytes | np.ndarray, stream: EventStream | None = None
 ) -> list[dict[str, Any]]:
     """Batch path: a whole capture (ICD §8) to its ordered events."""
-    rows, tracks = to_rows(decode_capture(data).tables, ROW_TYPES)
+    decoded = decode_capture(data)
+    rows, tracks = to_rows(decoded.tables, ROW_TYPES, decoded.marks)
     return events_from_rows(rows, tracks, stream)
 
 
@@ -148,7 +149,8 @@ def events_from_chunks(
     length; the events are those of :func:`events_from_capture` (tests/test_stream_chunks.py).
     """
     for chunk in chunks:
-        rows, tracks = to_rows(decoder.feed(chunk).tables, ROW_TYPES)
+        decoded = decoder.feed(chunk)
+        rows, tracks = to_rows(decoded.tables, ROW_TYPES, decoded.marks)
         if len(rows):
             yield stream.feed_rows(rows, tracks)
     yield stream.flush()

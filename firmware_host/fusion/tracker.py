@@ -21,6 +21,7 @@ from .state import (
     HISTORY,
     IN_SHOT,
     NODES_DOWN,
+    NODES_FLOODED,
     NODES_PRESENT,
     REST_AVERAGE_FRAMES,
     RING_FRAMES,
@@ -47,9 +48,10 @@ START_SPAN_US = 1_000
 
 @njit(cache=True, inline="always")
 def node_up(stream: Stream, node) -> bool:
-    """``node`` is present (the last HELLO) and not reported down since."""
+    """``node`` is present (the last HELLO), not reported down since and not flooding."""
     present = (stream.state[NODES_PRESENT] >> node) & 1
-    return present != 0 and ((stream.state[NODES_DOWN] >> node) & 1) == 0
+    down = stream.state[NODES_DOWN] | stream.state[NODES_FLOODED]
+    return present != 0 and ((down >> node) & 1) == 0
 
 
 @njit(cache=True, inline="always")
@@ -71,7 +73,7 @@ def alive(stream_state, tracker_state) -> bool:
     ``Tracker.state``): a step given the NamedTuples binds, and counts a reference to,
     every array in them, which per row of the fusion's driver cost more than the test."""
     present = (stream_state[NODES_PRESENT] >> TRACKER) & 1
-    down = (stream_state[NODES_DOWN] >> TRACKER) & 1
+    down = ((stream_state[NODES_DOWN] | stream_state[NODES_FLOODED]) >> TRACKER) & 1
     return present != 0 and down == 0 and tracker_state[FRAMES_SEEN] > 0
 
 

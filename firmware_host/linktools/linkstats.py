@@ -377,10 +377,15 @@ def link_stats(
     span = float(np.ptp(t_s[good])) if good.any() else 0.0
     problems, notes = _edges(capture, decoded, continues)
     notes += _timing_notes(timing, frames)
-    trust = {"signed": decoded.stats.signed, "conflicts": decoded.stats.conflicts}
+    over_rate = decoded.stats.over_rate
+    trust = {"signed": decoded.stats.signed, "conflicts": decoded.stats.conflicts,
+             "over_rate": over_rate}  # fmt: skip
     if decoded.stats.conflicts:
         notes.append(f"seq conflicts (a seq reused with other content: a forged frame?) by node "
                      f"{decoded.stats.conflicts}: firmware-host decode marks them SEQ CONFLICT")  # fmt: skip
+    if over_rate:
+        notes.append(f"frames beyond their node's rate limit (a node flooding the link), dropped, "
+                     f"by node {over_rate}: firmware-host decode marks them OVER RATE")  # fmt: skip
 
     bad: dict[str, dict[str, Any]] = {}
     is_bad = frames["status"] >= BAD_COBS

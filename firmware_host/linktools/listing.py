@@ -20,7 +20,7 @@ from cobs import cobs
 
 from protocol.catalogue import HEADER_SIZE, MESSAGES, NODE_NAMES, Header
 from protocol.decoder import STATUS_NAMES
-from protocol.framing import BadFrame, Message, Refused, Retransmission, UnknownFrame
+from protocol.framing import BadFrame, Message, OverRate, Refused, Retransmission, UnknownFrame
 from protocol.kernels import MAX_ENCODED
 from protocol.seqwindow import CONFLICT, GAP, LATE, MARK_NAMES, REBOOT, RESTART
 
@@ -76,7 +76,7 @@ class WireBytes:
 class Line:
     """One frame of the listing."""
 
-    item: Message | BadFrame | UnknownFrame | Retransmission | Refused
+    item: Message | BadFrame | UnknownFrame | Retransmission | Refused | OverRate
     row: np.void  # its frame-table row (protocol.decoder.FRAME_DTYPE)
     stamp: Stamp = field(default_factory=lambda: Stamp(resolved=True))
     host_ns: int | None = None
@@ -87,7 +87,9 @@ class Line:
 
     @property
     def frame(self) -> Message | BadFrame | UnknownFrame:
-        return self.item.frame if isinstance(self.item, Retransmission | Refused) else self.item
+        if isinstance(self.item, Retransmission | Refused | OverRate):
+            return self.item.frame
+        return self.item
 
     @property
     def signature(self) -> str | None:
@@ -159,6 +161,8 @@ def json_object(line: Line, hex_dump: bool, time_axis: str | None) -> dict[str, 
                     "payload_hex": frame.payload.hex()}  # fmt: skip
     if isinstance(line.item, Retransmission):
         out["duplicate"] = True
+    if isinstance(line.item, OverRate):
+        out["over_rate"] = True
     if line.signature is not None:
         out["signature"] = line.signature
     if line.mark == GAP:
@@ -195,6 +199,8 @@ def text_line(line: Line, time_axis: str | None) -> str:
         text = head + f"UNKNOWN 0x{frame.msg_type:02X}  payload={frame.payload.hex()}{retx}"
     if isinstance(line.item, Retransmission):
         text += "  DUPLICATE (already delivered)"
+    if isinstance(line.item, OverRate):
+        text += "  OVER RATE (dropped: its node floods the link)"
     if isinstance(frame, Message) and frame.signature is not None:
         refused = "REFUSED " if isinstance(line.item, Refused) else ""
         text += f"  signed ctr={frame.signature.sig_ctr}: {refused}{line.signature}"

@@ -52,6 +52,7 @@ from protocol.catalogue import (
     crc32,
 )
 from protocol.layout import layout
+from protocol.ratelimit import CALM, limit_text
 from rules import RulesConfig
 
 from ..pipeline import Step
@@ -156,6 +157,24 @@ def refusal_text(refused: Any) -> str:
     return f"refused {refused.reason} frame from {node}: {name} seq {frame.seq}{signed}"
 
 
+def flood_texts(marks: Any) -> list[str]:
+    """Where a node's flood starts or ends (``Decoded.marks``, protocol.ratelimit), in words
+    for the log: once per flood, never per frame dropped."""
+    out = []
+    for node, seq, rate in zip(
+        marks["node"].tolist(), marks["seq"].tolist(), marks["rate"].tolist()
+    ):
+        name = NODE_NAMES.get(node, str(node))
+        if rate == CALM:
+            out.append(f"{name} keeps to its rate limit again: its frames are taken from seq {seq}")
+        else:
+            out.append(
+                f"{name} floods the link: beyond {limit_text(node)}; its frames are dropped and "
+                f"counted from seq {seq}, its data set aside until it keeps to the limit"
+            )
+    return out
+
+
 class Compiled:
     """The pipeline in the calling thread; every op's outcome at once."""
 
@@ -176,7 +195,7 @@ class Compiled:
         refusals: list[str] = []
         if op[0] == FEED:
             decoded = pipe.decoder.feed(op[1])
-            refusals = [refusal_text(r) for r in decoded.refused]
+            refusals = [refusal_text(r) for r in decoded.refused] + flood_texts(decoded.marks)
             tables = {k: v for k, v in decoded.tables.items() if k in HOST_TABLES}
             nodes = heard_from(decoded)
             balls = latest_balls(decoded)

@@ -53,12 +53,14 @@ STATUS: Spec = {
     ),
     "frames": {k: NUMBER for k in ("good", "bad", "lost", "bad_per_min", "lost_per_min")},
     "clock": DictOf(NUMBER, r"[a-z_]{1,40}"),
-    # issue 29: signed frames (ICD §9) and seq conflicts, per node name and reason
+    # issue 29: signed frames (ICD §9), seq conflicts and frames beyond a node's rate limit,
+    # per node name (and reason)
     "wire": {
         "key": (str, NONE),
         "signed": (int,),
         "refused": DictOf(DictOf((int,), r"[a-z_]{1,20}"), r"[a-z0-9 ]{1,20}"),
         "conflicts": DictOf((int,), r"[a-z0-9 ]{1,20}"),
+        "over_rate": DictOf((int,), r"[a-z0-9 ]{1,20}"),
     },
     "indicator": (str,),
     "indicator_failures": (int,),
@@ -191,6 +193,7 @@ class HealthMonitor:
                 "signed": int(decoder.get("signed", 0)),
                 "refused": decoder.get("refused", {}),
                 "conflicts": decoder.get("conflicts", {}),
+                "over_rate": decoder.get("over_rate", {}),
             },
             "indicator": "ok" if daemon.indicator_ok else "failed",
             "indicator_failures": daemon.stats.indicator_failures,

@@ -21,9 +21,20 @@ import numpy as np
 from numba import njit
 
 from .epochs import HELLO, boot_synthetic, hello, hub_frame
-from .mapping import drop, expire_waiting, node_frame, review_held
+from .mapping import drop, expire_waiting, node_frame, node_mark, review_held
 from .release import declare_silent, heap_push, release_upto, watermark
-from .rows import C_ARRIVE, C_EPOCH, C_HUB, C_NODE, C_STATE, C_TYPE, MAPPED, UNSYNCED
+from .rows import (
+    C_ARRIVE,
+    C_EPOCH,
+    C_HUB,
+    C_NODE,
+    C_STATE,
+    C_TYPE,
+    MAPPED,
+    NODE_CALM,
+    NODE_FLOODED,
+    UNSYNCED,
+)
 from .state import (
     BOOTED,
     EPOCH,
@@ -76,7 +87,10 @@ def _one_row(rows, row, buffers: Buffers, state: TimelineState) -> None:
     epoch = state.epoch
     rows[row, C_EPOCH] = epoch[EPOCH]
     rows[row, C_ARRIVE] = state.release[NEWEST_T]
-    if rows[row, C_TYPE] == HELLO:
+    mtype = rows[row, C_TYPE]
+    if mtype == NODE_FLOODED or mtype == NODE_CALM:
+        node_mark(rows, row, buffers, state)
+    elif mtype == HELLO:
         hello(rows, row, buffers, state)
     elif node == 0:
         hub_frame(rows, row, buffers, state)

@@ -50,6 +50,7 @@ from .state import (
     HELD_N,
     HELLO_SEEN,
     HUB_NOW,
+    LAST_RELEASED_T,
     NEWEST_T,
     NODE_SEQ,
     NODE_T,
@@ -286,3 +287,27 @@ def expire_waiting(rows, buffers: Buffers, state: TimelineState) -> None:
             buffers.waiting[kept] = r
             kept += 1
     buffers.counts[WAITING_N] = kept
+
+
+@njit(cache=True)
+def node_mark(rows, row, buffers: Buffers, state: TimelineState) -> None:
+    """A node's flood starts or ends (NODE_FLOODED, NODE_CALM from the decoder's rate
+    limit, dated by the node's own stamp): a synthetic row at that instant's hub time, for
+    the fusion.  Never later than needed and never late: with no clock for the node yet,
+    or a stamp that maps far from the hub's newest frame (a flood that forges its stamps),
+    it is the hub's newest time; and never before a row already released, so it is never
+    dropped as late.  The hub (node 0) has no status for the fusion: only counted."""
+    node = rows[row, C_NODE]
+    if node == 0:
+        return
+    epoch, nodes = state.epoch, state.nodes
+    hub_t = epoch[HUB_NOW]
+    if state.clocks.fit_i[node, cm.FI_N] > 0 and nodes[node, HAS_T] != 0:
+        node_t = unwrap_step(nodes[node, NODE_T], rows[row, C_TRAW], 32)
+        mapped, _ = cm.to_hub(state.clocks, node, node_t)
+        if plausible(epoch, state.params, mapped + epoch[BASE]):
+            hub_t = mapped + epoch[BASE]
+    hub_t = max(hub_t, state.release[LAST_RELEASED_T])
+    make_synthetic(
+        buffers, epoch, state.counters, len(rows), hub_t, rows[row, C_TYPE], node, 0, True
+    )

@@ -17,6 +17,7 @@ import numpy as np
 
 from protocol.catalogue import BY_NAME
 from protocol.layout import layout
+from protocol.ratelimit import CALM
 
 (
     C_OFFSET,  # byte offset of the frame in the stream
@@ -44,6 +45,10 @@ NEW, UNSYNCED, MAPPED, HELD = 0, 1, 2, 3
 NODE_SILENT = 0xF0  # P0 = node: no frame about it for the silence bound
 NODE_BACK = 0xF1  # P0 = node: frames about it again
 CLOCK_STEP = 0xF2  # P0 = node, P1 = step (µs): its clock stepped and was resynced
+# From the decoder's rate limits (protocol.ratelimit), at the node's stamp C_TRAW; made into
+# synthetic rows (P0 = node) by the timeline once placed on hub time.
+NODE_FLOODED = 0xF3  # the node floods the link from here: its data is set aside
+NODE_CALM = 0xF4  # it keeps to its rate again
 
 #: The fusion's inputs, released by the timeline in hub-time order; the rest only feed the
 #: clock models and the watermark.
@@ -111,9 +116,32 @@ def pack_tracks(ball: np.ndarray, state: np.ndarray, x: np.ndarray, y: np.ndarra
 
 
 def to_rows(
-    tables: dict[str, np.ndarray], names: frozenset[str] | None = None
+    tables: dict[str, np.ndarray],
+    names: frozenset[str] | None = None,
+    marks: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of every frame in ``tables`` (only ``names`` if given), in stream order, and the tracks."""
+    """Rows of every frame in ``tables`` (only ``names`` if given), in stream order, and the tracks.
+
+    ``marks``: the decoder's frame-table rows where a node's flood starts or ends
+    (``Decoded.marks``), each a NODE_FLOODED or NODE_CALM row before the frame it came with.
+    """
+    rows, tracks = _frame_rows(tables, names)
+    if marks is None or not len(marks):
+        return rows, tracks
+    made = np.zeros((len(marks), N_COLS), np.int64)
+    made[:, C_OFFSET] = marks["offset"]
+    made[:, C_NODE] = marks["node"]
+    made[:, C_TYPE] = np.where(marks["rate"] == CALM, NODE_CALM, NODE_FLOODED)
+    made[:, C_SEQ] = marks["seq"]
+    made[:, C_TRAW] = marks["mark_t"]
+    made[:, C_TRACK] = -1
+    both = np.concatenate((made, rows))
+    return both[np.argsort(both[:, C_OFFSET], kind="stable")], tracks
+
+
+def _frame_rows(
+    tables: dict[str, np.ndarray], names: frozenset[str] | None
+) -> tuple[np.ndarray, np.ndarray]:
     parts = [
         (name, rec)
         for name, rec in tables.items()

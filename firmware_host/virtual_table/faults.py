@@ -21,6 +21,18 @@ and an attacker near the table with a radio (:mod:`.attacker`; never part of
     forge-keypad@50       a KEYPAD "referee foul 16" in the keypad's next seq
     replay-old@60         a cue frame recorded earlier in the match, sent again
 
+and a tracker gone wrong (never part of ``random`` either)::
+
+    flood-tracker:5000@20-25   5 000 extra BALL_TRACK frames a second from 20 s to 25 s
+    flood-tracker@20           the same rate (FLOOD_RATE) from 20 s to the match's end
+
+The flood's frames are the tracker's own (its node, its seq counter, its clock), each
+with 16 balls at random places, all moving: believed, they would make every shot a
+foul 17.  They take no time on the virtual link: it stands for one fast enough to
+carry them beside the match (30 000 a second of 16-ball frames is 3.5 MB/s, beyond a
+921 600-baud UART: a USB CDC-ACM link, ICD §1), so the table's own frames leave when
+they would without the flood and the two matches can be compared verdict by verdict.
+
 >>> FaultPlan.parse("reboot@120,offline:4@60-75").offline
 ((4, 60.0, 75.0),)
 """
@@ -33,6 +45,8 @@ import numpy as np
 
 Window = tuple[float, float]
 ATTACKS = ("forge-cue", "forge-keypad", "replay-old")
+FLOOD_RATE = 5000.0  # flood-tracker's extra frames per second when the item names none
+MAX_FLOOD_RATE = 100_000.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,7 @@ class FaultPlan:
     stalls: tuple[Window, ...] = ()
     no_ack: tuple[Window, ...] = ()
     attacks: tuple[tuple[str, float], ...] = ()  # (ATTACKS item, at_s)
+    floods: tuple[tuple[float, float, float], ...] = ()  # (frames/s, from_s, to_s) of the tracker
     random: bool = field(default=False, compare=False)
 
     @classmethod
@@ -57,7 +72,8 @@ class FaultPlan:
                 plan = plan._with(item)
             except (ValueError, IndexError):
                 raise ValueError(
-                    f"bad fault {item!r} (e.g. garbage@30, offline:4@60-75, stall@200-203)"
+                    f"bad fault {item!r} (e.g. garbage@30, offline:4@60-75, stall@200-203, "
+                    "flood-tracker:5000@20-25)"
                 ) from None
         return plan
 
@@ -84,6 +100,12 @@ class FaultPlan:
             return replace(self, no_ack=(*self.no_ack, window))
         if kind in ATTACKS and not arg:
             return replace(self, attacks=(*self.attacks, (kind, window[0])))
+        if kind == "flood-tracker":
+            rate = float(arg) if arg else FLOOD_RATE
+            if not 0 < rate <= MAX_FLOOD_RATE:  # NaN too
+                raise ValueError(item)
+            to_s = window[1] if end else float("inf")
+            return replace(self, floods=(*self.floods, (rate, window[0], to_s)))
         raise ValueError(item)
 
     def resolve(

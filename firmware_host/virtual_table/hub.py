@@ -27,12 +27,13 @@ import numpy as np
 from protocol.catalogue import BY_NAME, FLAG_SIGNED, HOST_NODE, INDICATOR_STATES, NODE_NAMES
 from protocol.encode import encode_records
 from protocol.framing import BadFrame, Message, UnknownFrame, build_body
+from protocol.layout import layout
 from protocol.signing import tag_of
 
 from .attacker import attack
 from .clocks import CUE, WRAP, Timeline
 from .faults import FaultPlan, damage
-from .sensors import DAMAGED, LATE_BEACON, PLAIN, SENSOR_SETS, Batch, sense
+from .sensors import DAMAGED, FLOODED, LATE_BEACON, PLAIN, SENSOR_SETS, Batch, sense
 from .signer import NodeSigning
 from .truth import MatchTruth
 
@@ -45,6 +46,7 @@ OFFLINE_NOTICE_S = 0.3  # the hub notices a silent node after this long
 HUB_BUFFER_FRAMES = 256  # frames the hub holds while the link is stalled
 LOG_EVERY_S = (60.0, 180.0)
 U16 = 0xFFFF
+BALL_TRACK = BY_NAME["BALL_TRACK"].msg_type
 
 FRAME_TRUTH = np.dtype(
     [
@@ -238,6 +240,28 @@ def _status_batches(
     return [status, log]
 
 
+FLOOD_LATENCY_S = 10e-3  # a flooding tracker's frames reach the hub's queue this soon
+FLOOD_SEED = 29  # the flood draws from its own generator: the match's noise stays the same
+
+
+def _flood_batch(truth: MatchTruth, plan: FaultPlan, seed: int) -> Batch | None:
+    """A tracker gone wrong (``flood-tracker``): extra BALL_TRACK frames at the plan's rate,
+    16 balls each at random places on the cloth, all moving."""
+    if not plan.floods:
+        return None
+    rng = np.random.default_rng((seed, FLOOD_SEED))
+    t = np.concatenate([np.arange(a, b, 1.0 / rate) for rate, a, b in plan.floods])
+    balls = np.zeros((len(t), 16), layout(BALL_TRACK).dtype["balls"].base)
+    balls["ball"] = np.arange(16)
+    balls["state"] = 1
+    balls["x"] = rng.uniform(0, truth.table.length_mm * 10, balls.shape)
+    balls["y"] = rng.uniform(0, truth.table.width_mm * 10, balls.shape)
+    return Batch.build(
+        "BALL_TRACK", 4, t, np.full(len(t), np.nan), np.full(len(t), FLOOD_LATENCY_S),
+        note=FLOODED, frame=np.arange(len(t)) & 0xFFFF, count=16, balls=balls,
+    )  # fmt: skip
+
+
 def _serialise(ready: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     """When each frame starts on the wire: not before it is ready, nor before the previous left."""
     tx = nbytes * BAUD_S_PER_BYTE
@@ -392,11 +416,13 @@ def build_wire(truth: MatchTruth, cfg: HubConfig, signing: NodeSigning | None = 
     plan = cfg.faults.resolve(rng, truth.duration_s, cfg.nodes)
     timeline = Timeline.create(rng, start_s, plan.reboots_s, cfg.near_wrap, cfg.clock_ppm)
     batches = sense(truth, cfg.nodes, rng, cfg.tracker_hz, cfg.tracker_at_contacts)
+    flood = _flood_batch(truth, plan, cfg.seed) if 4 in cfg.nodes else None
     batches += [
         _hello_batch(timeline, cfg, truth),
         _heartbeat_batch(timeline, cfg, plan, end_s),
         _sync_batch(timeline, cfg, plan, rng, start_s, end_s),
         *_status_batches(cfg, plan, rng, start_s, end_s),
+        *([flood] if flood is not None else []),
     ]
     f = _Frames.of(batches, timeline)
     order = _queue(f, _reaching_the_hub(f, timeline, plan, start_s, end_s), end_s - start_s + 10.0)
@@ -409,7 +435,9 @@ def build_wire(truth: MatchTruth, cfg: HubConfig, signing: NodeSigning | None = 
     wire_frames = [frames[g] for g in wire]
     if signing is not None:
         wire_frames = [signing.sign_chunk(frame) for frame in wire_frames]
-    wire_s = _serialise(f.ready[wire], np.array([len(b) for b in wire_frames], float))
+    link_bytes = np.array([len(b) for b in wire_frames], float)
+    link_bytes[f.note[wire] == FLOODED] = 0.0  # a flood rides a faster link beside the match
+    wire_s = _serialise(f.ready[wire], link_bytes)
     chunks, chunk_frame, damaged = damage(wire_frames, wire_s, plan, rng)
     truth_rows = _frame_truth(f, wire, node_us, wire_s, timeline)
     if plan.attacks:

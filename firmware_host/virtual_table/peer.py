@@ -33,11 +33,15 @@ from protocol.encode import encode_records
 from protocol.framing import encode_frame, parse_frame
 
 from .hub import HostCommands, Wire
+from .sensors import FLOODED
 from .signer import NodeSigning
 
 HEARTBEAT = BY_NAME["HEARTBEAT"].msg_type
 LINGER_S = 1.0  # after the match: still answering the host (and draining) this long
 OUT_BUFFER = 64 * 1024  # bytes the hub holds when nobody reads the port; beyond, it drops
+#: a flooding tracker (faults.py) fills its own queue, never the whole hub's: its frames are
+#: dropped once half the buffer is taken, so the other nodes' frames still find room
+FLOOD_SHARE = OUT_BUFFER // 2
 
 
 class VirtualHub:
@@ -134,12 +138,14 @@ class VirtualHub:
         self.commands = self._commands()  # a (re)boot: the lamp starts off
         sel = selectors.DefaultSelector()
         sel.register(self._master, selectors.EVENT_READ)
+        frame = np.maximum(wire.chunk_frame, 0)
+        flood = ((wire.chunk_frame >= 0) & (wire.truth["note"][frame] == FLOODED)).tolist()
         try:
             k = 0
             while k < len(wire.chunks) and not self._stop.is_set():
                 now_s = self._true_s(wire, started)
                 while k < len(wire.chunks) and wire.chunk_s[k] <= now_s:
-                    self._queue(self._chunk(wire, k, now_s), flush=False)
+                    self._queue(self._chunk(wire, k, now_s), flush=False, flood=flood[k])
                     k += 1
                 if self._out:  # everything due in one write, as a UART would have it buffered
                     self._flush()
@@ -164,8 +170,8 @@ class VirtualHub:
                 self._flush()
 
     # -- bytes out ------------------------------------------------------
-    def _queue(self, data: bytes, flush: bool = True) -> None:
-        if len(self._out) + len(data) > OUT_BUFFER:
+    def _queue(self, data: bytes, flush: bool = True, flood: bool = False) -> None:
+        if len(self._out) + len(data) > (FLOOD_SHARE if flood else OUT_BUFFER):
             self.tx_dropped += 1
             return
         self._out += data

@@ -30,7 +30,8 @@ SENSOR_SETS: dict[str, tuple[int, ...]] = {
 }
 
 # Frame notes in the frame truth: why a frame is special.
-PLAIN, RING_DOWN, FALSE_CLICK, LATE_BEACON, WRONG_COLOUR, NEAR_LINE, DAMAGED = range(7)
+# FLOODED: a frame of a tracker gone wrong (faults.py flood-tracker), no sensing behind it.
+PLAIN, RING_DOWN, FALSE_CLICK, LATE_BEACON, WRONG_COLOUR, NEAR_LINE, DAMAGED, FLOODED = range(8)
 
 # ICD §7 figures.
 RAILS_JITTER_S, RING_DOWN_S, RING_DOWN_MAX, SOFT_IMPACT_MPS = 50e-6, 4e-3, 0.40, 0.05
