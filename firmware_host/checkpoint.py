@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 #: Stream between two checkpoints when no frame starts: the most a restart replays.
 CHECKPOINT_BYTES = 16_000_000
-_FORMAT = "firmware-host resume checkpoint 2"  # 2: the decoder's rate limits, NODES_FLOODED
+_FORMAT = "firmware-host resume checkpoint 3"  # 2: rate limits, NODES_FLOODED; 3: INFERRED_T
 
 
 def checkpoint_path(folder: str | Path, now: datetime | None = None) -> Path:

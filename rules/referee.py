@@ -23,20 +23,11 @@ from protocol.geometry import DEFAULT_TABLE, Table
 
 from .catalogue import NEEDED_KEYS  # the keys the engine needs beyond t_us and type
 from .config import SENSOR_NODES, RulesConfig, SensorSet
+from .paths import moved_findings
 from .rack import MAX_BALLS, RackCheck, check_rack
-from .shot import (
-    Event,
-    Finding,
-    Outcome,
-    Shot,
-    ball_name,
-    early_fouls,
-    heard_with,
-    moved_near,
-    positions_of,
-    result_findings,
-    stroke_findings,
-)
+from .result import result_findings
+from .shot import Event, Finding, Shot, ball_name, positions_of
+from .stroke import early_fouls, stroke_findings
 
 Line = dict[str, Any]
 
@@ -279,7 +270,7 @@ class Referee:
         self.shot = None
         stroke = stroke_findings(shot, self.sensors, self.config)
         result = result_findings(shot, self.sensors, self.config)
-        moved = _moved_findings(shot, self.config)
+        moved = moved_findings(shot, self.config)
         fouls = shot.fouls + moved.fouls + stroke.fouls + result.fouls
         still_open = shot.open + moved.open + stroke.open + result.open
         if self._doubted:
@@ -597,39 +588,3 @@ def _notice(ev: Event, rule: str, reason: str) -> Line:
         "rules": [rule] if rule else [],
         "reason": reason,
     }
-
-
-def _moved_findings(shot: Shot, config: RulesConfig) -> Outcome:
-    """17 for each ball the fusion saw move with no contact in the shot -- unless another
-    ball's path came within touching distance of it: then a contact no sensor reported
-    may have moved it, and the referee decides."""
-    out = Outcome()
-    for ev in shot.moved:
-        said = f"{ball_name(ev.get('ball'))} was touched and moved"
-        near = moved_near(shot, config, ev)
-        heard = heard_with(shot, ev)
-        if heard is not None:
-            a, b = heard["balls"]
-            dt = abs(int(heard["t_us"]) - int(ev["t_us"])) / 1000
-            out.open.append(
-                Finding(
-                    "17",
-                    f"{said}, with no contact reported, but a contact of {ball_name(a)} and "
-                    f"{ball_name(b)} was heard {dt:.1f} ms from its start: the sensors may "
-                    "have given its collision to another pair",
-                    (ev["t_us"], heard["t_us"]),
-                )
-            )
-        elif near is None:
-            out.fouls.append(Finding("17", said, (ev["t_us"],)))
-        else:
-            other, gap = near
-            out.open.append(
-                Finding(
-                    "17",
-                    f"{said}, with no contact reported, but {ball_name(other)} came within "
-                    f"{gap:.0f} mm of it",
-                    (ev["t_us"],),
-                )
-            )
-    return out

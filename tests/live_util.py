@@ -13,7 +13,9 @@ from firmware_host.virtual_table.peer import VirtualHub
 SPEED = 8.0
 
 
-def referee_live(wire, tmp_path: Path, timeout_s: float = 120.0):
+def referee_live(wire, tmp_path: Path, timeout_s: float = 120.0, sinks=(), first=False):
+    """The match on ``wire`` refereed live; ``sinks``: more of the daemon's listeners
+    (``first``: before its own)."""
     lines: list[dict] = []
     events: list[dict] = []
     stop = threading.Event()
@@ -25,6 +27,8 @@ def referee_live(wire, tmp_path: Path, timeout_s: float = 120.0):
         daemon = Daemon(
             hub.device, record_dir=tmp_path, on_event=events.append, on_line=lines.append
         )
+        for sink in sinks:
+            daemon.listen(sink, first=first)
         runner = threading.Thread(target=lambda: daemon.run(stop))
         runner.start()
         assert daemon.connected.wait(20), "the daemon never opened the port"

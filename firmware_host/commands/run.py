@@ -412,7 +412,7 @@ def run(args: argparse.Namespace) -> int:
                 feed = _web(server, daemon, token)
             if args.mqtt is not None:
                 publisher = _mqtt(args, daemon, server, token)
-            daemon.on_turn = _health(daemon, args.status, record, feed, publisher).turn
+            daemon.listen(_health(daemon, args.status, record, publisher))
             if earlier:
                 _resume(daemon, earlier)
                 if feed is not None:  # the page had the new match's state: now the resumed one
@@ -469,6 +469,8 @@ def run(args: argparse.Namespace) -> int:
         lost += f", beyond a node's rate limit (dropped) {stats.decoder['over_rate']}"
     if stats.losses:
         lost += f", timing and fusion dropped {stats.losses}"
+    if stats.sink_failures:  # calls that raised, by sink (logged as they came)
+        lost += f", sinks failed {stats.sink_failures}"
     from ..cli.liveview import summary_text
 
     ended = "end of match: " if match_ended.is_set() else ""
@@ -509,6 +511,7 @@ def _resume(daemon: Any, parts: list[Any]) -> None:
         )
         return
     done = resume(daemon.pipeline, parts, checkpoint_path(parts[0].parent))
+    daemon.booted = True  # the recording had the table's boot: the next boot event is a reboot
     since = f"since the checkpoint at {done.checkpoint}: " if done.checkpoint else ""
     _say(
         f"resumed the match from today's recording ({since}{done.parts} parts, {done.bytes} bytes, "
@@ -517,20 +520,9 @@ def _resume(daemon: Any, parts: list[Any]) -> None:
     )
 
 
-class _Healths:
-    """The health, once a second, to the live page and the broker alike."""
-
-    def __init__(self, feeds: list[Any]) -> None:
-        self.feeds = feeds
-
-    def health(self, status: dict[str, Any], problems: list[str]) -> None:
-        for feed in self.feeds:
-            feed.health(status, problems)
-
-
-def _health(daemon: Any, status: str | None, record: Any, *feeds: Any) -> Any:
+def _health(daemon: Any, status: str | None, record: Any, publisher: Any) -> Any:
     """The status file (``--status``), systemd's READY and watchdog (``$NOTIFY_SOCKET``),
-    and the health for the page (``--web``) and the broker (``--mqtt``)."""
+    and the health the daemon tells its sinks (the page, the broker) once a second."""
     from ..service.health import HealthMonitor, check_status_path
     from ..service.notify import Notifier
 
@@ -539,10 +531,8 @@ def _health(daemon: Any, status: str | None, record: Any, *feeds: Any) -> Any:
             check_status_path(status)
         except ValueError as exc:
             raise UsageError(f"--status {exc}") from None
-    wanted = [f for f in feeds if f is not None]
-    facts = [f.facts for f in wanted if hasattr(f, "facts")]  # the publisher's, for status
-    healths = _Healths(wanted) if wanted else None
-    return HealthMonitor(daemon, status, Notifier(), record, healths, facts)
+    facts = [publisher.facts] if publisher is not None else []  # the broker's, for status
+    return HealthMonitor(daemon, status, Notifier(), record, facts)
 
 
 def _check_club(args: argparse.Namespace) -> None:
@@ -631,8 +621,7 @@ def _web(page: Any, daemon: Any, token: Any) -> Any:
         raise UsageError(
             f"--web {page.host}:{page.port}: cannot listen: {exc.strerror or exc}"
         ) from None
-    daemon.also(lambda line: page.line(line, daemon.referee_state), page.event)
-    daemon.on_balls = page.balls
+    daemon.listen(page)
     _say(f"live page: http://{page.host}:{port}/ (health: /healthz)")
     return page
 

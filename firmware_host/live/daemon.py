@@ -23,7 +23,7 @@ from typing import Any
 from protocol.catalogue import ACK_STATUS, HOST_NODE, KEYPAD_CODES, NODE_NAMES, NODE_STATUS_CODES
 from protocol.framing import encode_frame
 from protocol.signing import SETUP_SIGNING
-from rules import MatchState, RulesConfig, indicator_for
+from rules import MatchState, RulesConfig
 
 from ..checkpoint import Checkpoints
 from ..link.acks import AckSniffer
@@ -33,6 +33,7 @@ from ..link.transport import DEFAULT_BAUD, Chunk, LinkState, LinkStatus, SerialT
 from ..pipeline import Pipeline, Step, check_press
 from ..untrusted import log_text
 from .engine import Compiled, Engine, Outcome
+from .listeners import Callbacks, Lamp, Listener, Listeners, Recording
 from .release_lag import SENSED, ReleaseLag
 
 log = logging.getLogger("firmware_host.daemon")  # the name logs have always shown
@@ -59,16 +60,22 @@ class DaemonStats:
     events: int = 0
     verdicts: int = 0
     link_losses: int = 0
-    reboots: int = 0
+    reboots: int = 0  # the fusion's boot events after the first (the start, or a resume's)
     indicator_failures: int = 0
     record_lost: int = 0  # bytes read but not recorded (disk full, ...): logged, refereeing went on
     decoder: dict[str, Any] = field(default_factory=dict)
     release_lag: ReleaseLag = field(default_factory=ReleaseLag)  # compiled pipeline only
     losses: dict[str, int] = field(default_factory=dict)  # timing core and fusion (EventStream)
+    sink_failures: dict[str, int] = field(default_factory=dict)  # sink name -> calls that raised
 
 
 class Daemon:
-    """Referee a table on ``url`` (any pyserial URL) until ``stop`` is set."""
+    """Referee a table on ``url`` (any pyserial URL) until ``stop`` is set.
+
+    What it decides goes to its sinks (:mod:`.listeners`): ``on_line`` and
+    ``on_event`` here, the recorder with ``record_dir``, the lamp always, and
+    any other with :meth:`listen` (the page, the broker, the status file).
+    """
 
     def __init__(
         self,
@@ -99,14 +106,7 @@ class Daemon:
         )
         #: the pipeline saved at frame starts, for a restart to resume from (checkpoint.py)
         self.checkpoints = Checkpoints(record_dir) if record_dir else None
-        self.on_event = on_event or (lambda event: None)
-        self.on_line = on_line or (lambda line: None)
-        #: where the tracker sees the balls, each time a read brings a tracker frame (the page)
-        self.on_balls: Callable[[dict[str, list[float]]], None] = lambda balls: None
         self.stats = DaemonStats()
-        # Called with the host clock (ns) on every turn of the pipeline thread's loop, at
-        # least every TICK_S: a watchdog ping from here stops when the pipeline stalls.
-        self.on_turn: Callable[[int], None] = lambda now_ns: None
         # Health, as the pipeline thread sees it (read by service/health.py)
         self.heard_ns: dict[int, int] = {}  # node -> host time of its last good frame or sync
         self.nodes_present: set[int] = set()  # the last HELLO's nodes_present
@@ -133,10 +133,19 @@ class Daemon:
         self._link = CommandLink(
             self._transport.write,
             on_health=self._health,
-            on_sent=self._keep_sent if self.recorder else None,
+            on_sent=self._sent,
             sign=signing.sign_host if signing is not None else None,
         )
+        #: the sinks, the lamp last (it acts on a line once the others have kept and shown it)
+        self.listeners = Listeners(last=Lamp(self._link))
+        if on_line is not None or on_event is not None:
+            self.listeners.add(Callbacks(on_line, on_event))
+        if self.recorder is not None:
+            self.listeners.add(Recording(self.recorder))
         self._boot_id: int | None = None
+        #: the pipeline has seen the table boot (a boot event, or a resumed recording's): the
+        #: fusion's next boot event is a reboot
+        self.booted = False
         # Set with `hang_up`: once stopped, the peer closing the port is its end, not a loss.
         # An event, not the loop's own flag: the pipeline thread may be busy when it comes.
         self._hang_up_after: threading.Event | None = None
@@ -159,25 +168,11 @@ class Daemon:
         pipeline = self.pipeline
         return pipeline.referee.state if pipeline is not None else self._state
 
-    def also(self, on_line: Sink, on_event: Sink, *, first: bool = False) -> None:
-        """Hand every line and event to one more edge too (the live page, the broker), after
-        the sinks already there (``first``: before them, as the broker's durable spool
-        wants: a line is printed, and the lamp driven, only once it is kept); called
-        before :meth:`run`."""
-        line_sinks, event_sinks = self.on_line, self.on_event
-        if first:
-            line_sinks, on_line = on_line, line_sinks
-            event_sinks, on_event = on_event, event_sinks
-
-        def line(line: dict[str, Any]) -> None:
-            line_sinks(line)
-            on_line(line)
-
-        def event(event: dict[str, Any]) -> None:
-            event_sinks(event)
-            on_event(event)
-
-        self.on_line, self.on_event = line, event
+    def listen(self, listener: Listener, *, first: bool = False) -> None:
+        """One more sink (the live page, the broker, the status file), told after the sinks
+        already there (``first``: before them, as the broker's durable spool wants: a line
+        is printed, and the lamp driven, only once it is kept); called before :meth:`run`."""
+        self.listeners.add(listener, first=first)
 
     def run(
         self,
@@ -193,7 +188,6 @@ class Daemon:
         the port closed, its last lamp commands unsent, instead of seeing the
         link lost.
         """
-        recorder = self.recorder
         abandoning = abandon is not None and abandon.is_set()
         finished = False
         self._hang_up_after = stop if hang_up else None
@@ -201,11 +195,12 @@ class Daemon:
             with self._transport.open(), self._link.start():
                 chunks = self._chunks
                 while not stop.is_set():
-                    self._turn(chunks, recorder)
-                    self.on_turn(time.monotonic_ns())
+                    self._turn(chunks)
+                    # the status file's watchdog ping from here stops when the pipeline stalls
+                    self.listeners.turn(time.monotonic_ns())
                 # Nothing read is lost: judge what the port delivered before the stop.
                 for _ in range(chunks.qsize()):
-                    self._take(chunks.get_nowait(), recorder)
+                    self._take(chunks.get_nowait())
                 self._take_presses()
                 abandoning = abandon is not None and abandon.is_set()
                 if not (hang_up and self.engine.behind):
@@ -214,9 +209,10 @@ class Daemon:
             if not finished:
                 self._apply(self.engine.finish(abandoning))
         finally:
-            if recorder is not None:
-                recorder.close()
-                self.stats.record_lost = recorder.bytes_lost
+            self.listeners.close()
+            if self.recorder is not None:
+                self.stats.record_lost = self.recorder.bytes_lost
+            self.stats.sink_failures = self.listeners.failures
         self.stats.decoder = self.engine.decoder_stats()
         self.stats.losses = self.engine.losses()
         return self.stats
@@ -238,27 +234,25 @@ class Daemon:
         while not self._presses.empty():
             key, arg, now = self._presses.get_nowait()  # pressed at `now`, taken after the
             # bytes the pipeline has had: a replay presses it there (the .tx's offset)
-            if self.recorder is not None:  # kept with the match: a replay presses it there too
-                self._pressed += 1
-                frame = encode_frame(
-                    "KEYPAD",
-                    node=HOST_NODE,
-                    seq=self._pressed & 0xFFFF,
-                    t_us=now // 1000 & 0xFFFFFFFF,
-                    key=KEYPAD_CODES[key],
-                    arg=arg,
-                )
-                self.recorder.write_sent(frame, now)
+            self._pressed += 1  # told as a KEYPAD frame the host sent: a recording keeps it
+            frame = encode_frame(
+                "KEYPAD",
+                node=HOST_NODE,
+                seq=self._pressed & 0xFFFF,
+                t_us=now // 1000 & 0xFFFFFFFF,
+                key=KEYPAD_CODES[key],
+                arg=arg,
+            )
+            self.listeners.sent(frame, now)
             self._apply(self.engine.press(key, arg, now))
 
-    def _keep_sent(self, frame: bytes, host_tx_ns: int) -> None:
-        """A frame the host sent, into the recording -- but never SETUP_SIGNING: the key is
-        written nowhere (docs/security.md).  Its type is the encoded frame's third byte."""
-        assert self.recorder is not None
+    def _sent(self, frame: bytes, host_tx_ns: int) -> None:
+        """A frame the host sent, to the sinks (the recording) -- but never SETUP_SIGNING: the
+        key is written nowhere (docs/security.md).  Its type is the encoded frame's third byte."""
         if len(frame) > 2 and frame[2] != SETUP_SIGNING:
-            self.recorder.write_sent(frame, host_tx_ns)
+            self.listeners.sent(frame, host_tx_ns)
 
-    def _turn(self, chunks: queue.SimpleQueue, recorder: CaptureRecorder | None) -> None:
+    def _turn(self, chunks: queue.SimpleQueue) -> None:
         self._take_presses()
         if self._hello_wanted.is_set() and self.signing is not None:
             # the key first (ICD §9): the hub's answers and nodes sign from then on
@@ -274,17 +268,17 @@ class Daemon:
             return
         # Reads that queued up while the pipeline worked (a busy machine) are judged as one:
         # the pipeline's cost per call is paid once, so a backlog shrinks instead of growing.
-        data, host_rx_ns = [self._record(chunk, recorder)], chunk.host_rx_ns
+        data, host_rx_ns = [self._record(chunk)], chunk.host_rx_ns
         size = len(chunk.data)
         while size < CATCH_UP_BYTES and not chunks.empty():
             chunk = chunks.get_nowait()
-            data.append(self._record(chunk, recorder))
+            data.append(self._record(chunk))
             size, host_rx_ns = size + len(chunk.data), chunk.host_rx_ns
         self._apply(self.engine.feed(b"".join(data), host_rx_ns))
         self._checkpoint()
 
-    def _take(self, chunk: Chunk, recorder: CaptureRecorder | None) -> None:
-        self._apply(self.engine.feed(self._record(chunk, recorder), chunk.host_rx_ns))
+    def _take(self, chunk: Chunk) -> None:
+        self._apply(self.engine.feed(self._record(chunk), chunk.host_rx_ns))
         self._checkpoint()
 
     def _checkpoint(self) -> None:
@@ -296,12 +290,12 @@ class Daemon:
         if position is not None:
             self.checkpoints.after_feed(pipeline, *position, self.recorder.bytes_written)
 
-    def _record(self, chunk: Chunk, recorder: CaptureRecorder | None) -> bytes:
-        """Count a read and record it as it was read (its own host time in the .rxt)."""
+    def _record(self, chunk: Chunk) -> bytes:
+        """Count a read and tell the sinks as it was read (the recording: its own host time
+        in the .rxt), before it is judged."""
         self.stats.chunks += 1
         self.stats.bytes += len(chunk.data)
-        if recorder is not None:
-            recorder.write(chunk.data, chunk.host_rx_ns)
+        self.listeners.read(chunk.data, chunk.host_rx_ns)
         return chunk.data
 
     def _receive(self, chunk: Chunk) -> None:
@@ -326,7 +320,7 @@ class Daemon:
                 self._state = outcome.state
             self._frames(outcome.tables)
             if outcome.balls is not None:
-                self.on_balls(outcome.balls)
+                self.listeners.balls(outcome.balls)
             self._report_bad(outcome)
             self._publish(outcome.step)
             self._report_losses(outcome)
@@ -345,14 +339,7 @@ class Daemon:
         """Frames the host itself acts on: boots, node health, logs (ACKs: :meth:`_receive`)."""
         for hello in tables.get("HELLO", ()):
             boot_id = int(hello["boot_id"])
-            if self._boot_id is not None and boot_id != self._boot_id:
-                self.stats.reboots += 1
-                log.warning(
-                    "hub rebooted: boot_id %08x → %08x; clocks and counters restart",
-                    self._boot_id,
-                    boot_id,
-                )
-            elif self._boot_id is None:
+            if self._boot_id is None:
                 log.info(
                     "table: hub serial %d, boot_id %08x, fw %d.%d.%d",
                     hello["hub_serial"],
@@ -413,18 +400,27 @@ class Daemon:
         for event in step.events:
             if hub_now is not None and event["type"] in SENSED:
                 self.stats.release_lag.add((hub_now - event["t_us"]) / 1000)
+            if event["type"] == "boot":
+                self._boot(event)
             self.stats.events += 1
-            self.on_event(event)
-            if event["type"] == "shot_start":
-                self._link.set_indicator("ready")
+            self.listeners.event(event)
         for line in step.lines:
             if line.get("kind") == "verdict":
                 self.stats.verdicts += 1
                 self.last_verdict = line
-            self.on_line(line)
-            lamp = indicator_for(line)
-            if lamp is not None:
-                self._link.set_indicator(lamp.state, lamp.rule)
+            self.listeners.line(line, self.referee_state)
+
+    def _boot(self, event: dict[str, Any]) -> None:
+        """The fusion's boot event: the table's first, or a reboot (with its HELLO's boot_id,
+        or none: the timeline inferred it from the restarted clocks, its HELLO lost)."""
+        if self.booted:
+            self.stats.reboots += 1
+            boot_id = event.get("boot_id")
+            log.warning(
+                "hub rebooted (boot_id %s); clocks and counters restart",
+                "unknown" if boot_id is None else f"{boot_id:08x}",
+            )
+        self.booted = True
 
     def _link_status(self, status: LinkStatus) -> None:
         if status.state is LinkState.OPEN:

@@ -40,6 +40,7 @@ from paho.mqtt.properties import Properties
 from rules import indicator_for
 
 from ..jsonout import dumps, match_state
+from ..live.listeners import Listener
 from ..untrusted import Refusals, Refused, json_object
 from .spool import DROPPABLE, KEEP, LATEST, Spool
 from .topics import BrokerUrl, table_of, topic
@@ -284,13 +285,10 @@ class TablePublisher:
         return {"mqtt": {"broker": str(self.url), **self.counters()}}
 
     def attach(self, daemon: Any) -> TablePublisher:
-        """Publish what ``daemon`` decides: its lines with the match state and lamp, its events;
-        first, before it prints a line or drives the lamp (a line anyone saw is durable)."""
-
-        def line(line: dict[str, Any]) -> None:
-            self.line(line, match_state(daemon.referee_state), indicator_for(line))
-
-        daemon.also(line, self.event, first=True)
+        """Publish what ``daemon`` decides: its lines with the match state and lamp, its events,
+        its health; first, before it prints a line or drives the lamp (a line anyone saw is
+        durable)."""
+        daemon.listen(_Sink(self), first=True)
         return self
 
     # -- life ------------------------------------------------------------------------------
@@ -517,3 +515,22 @@ def default_spool(table: str) -> Path:
 
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "firmware-host" / f"mqtt-{table}.sqlite"
+
+
+class _Sink(Listener):
+    """The publisher as one of the daemon's sinks (live/listeners.py).  Its ``close`` is
+    run's, after the daemon's run (what is queued gets its moment to reach the broker)."""
+
+    name = "broker"
+
+    def __init__(self, publisher: TablePublisher) -> None:
+        self.publisher = publisher
+
+    def on_line(self, line: dict[str, Any], state: Any) -> None:
+        self.publisher.line(line, match_state(state), indicator_for(line))
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        self.publisher.event(event)
+
+    def on_health(self, status: dict[str, Any], problems: list[str]) -> None:
+        self.publisher.health(status, problems)

@@ -89,7 +89,7 @@ def play(
             token=(tokens or {}).get(name),
         )
         table.publisher.start().attach(daemon)
-        daemon.on_turn = HealthMonitor(daemon, None, feed=table.publisher).turn  # health at 1 Hz
+        daemon.listen(HealthMonitor(daemon, None))  # the health to the broker at 1 Hz
         table.thread = threading.Thread(target=table.daemon.run, args=(table.stop,), daemon=True)
         tables.append(table)
     cpu0, wall0 = _cpu_s(), time.monotonic()

@@ -1,8 +1,10 @@
 """The daemon's health, written as a status file once a second, and judged by ``status``.
 
-The daemon's pipeline thread calls :meth:`HealthMonitor.turn` on every turn
-of its loop; once a second it writes ``status.json`` (atomically: a reader
-sees the old file or the new one) and pings systemd's watchdog.  The file
+The monitor is one of the daemon's sinks (``Daemon.listen``): the pipeline
+thread calls :meth:`HealthMonitor.on_turn` on every turn of its loop; it pings
+systemd's watchdog, and once a second writes ``status.json`` (atomically: a
+reader sees the old file or the new one) and tells the daemon's sinks the
+health (``on_health``: the live page, the broker).  The file
 holds facts (link, per-node last frame age, frame counts and rates, the
 timing core's counters, the lamp link, recording space, the last verdict);
 :func:`problems` turns them into what is wrong, in words, so that
@@ -24,6 +26,7 @@ from typing import Any
 from protocol.catalogue import NODE_NAMES
 
 from ..files import replace_atomically
+from ..live.listeners import Listener
 from ..untrusted import NONE, DictOf, ListOf, Refused, Spec, check_shape, json_object
 from .notify import Notifier
 
@@ -86,8 +89,10 @@ STATUS: Spec = {
 }
 
 
-class HealthMonitor:
+class HealthMonitor(Listener):
     """Keeps the status file and the watchdog for one daemon (see the module's docstring)."""
+
+    name = "status"
 
     def __init__(
         self,
@@ -95,36 +100,33 @@ class HealthMonitor:
         path: str | Path | None,
         notifier: Notifier | None = None,
         record_dir: str | Path | None = None,
-        feed: Any = None,
         facts: Iterable[Callable[[], dict[str, Any]]] = (),
     ) -> None:
         self.daemon = daemon
         self.path = Path(path) if path is not None else None
         self.notifier = notifier or Notifier({})
         self.record_dir = Path(record_dir) if record_dir is not None else None
-        self.feed = feed  # the live page's (web.feed.LiveFeed), or None
         self.facts = list(facts)  # the edges' own facts (the club publisher's "mqtt")
         self._written_ns = 0
         self._write_error: str | None = None  # the status file's last write failed: why
         self._error_said = 0.0
         self._history: deque[tuple[float, int, int, int]] = deque()
 
-    def turn(self, now_ns: int) -> None:
-        """The pipeline thread's heartbeat: READY once the port is open, the watchdog, the file."""
+    def on_turn(self, now_ns: int) -> None:
+        """The pipeline thread's heartbeat: READY once the port is open, the watchdog; once a
+        second the file and the health to the daemon's sinks."""
         notifier = self.notifier
         if not notifier.ready_sent and self.daemon.connected.is_set():
             notifier.ready(f"refereeing the table on {self.daemon.url}")
         notifier.ping(now_ns)
-        wanted = self.path is not None or self.feed is not None
-        if wanted and now_ns - self._written_ns >= WRITE_S * 1e9:
+        if now_ns - self._written_ns >= WRITE_S * 1e9:
             self._written_ns = now_ns
             status = self.status(now_ns)
             if self.path is not None:
                 self._write(status)
             if self._write_error is not None:
                 status["status_file"] = {"path": str(self.path), "error": self._write_error}
-            if self.feed is not None:
-                self.feed.health(status, problems(status, time.time()))
+            self.daemon.listeners.health(status, problems(status, time.time()))
 
     def _write(self, status: dict[str, Any]) -> None:
         """The file; a write that fails (a full disk) is said once, then once a minute while it

@@ -44,6 +44,7 @@ from .state import (
     HELLO_SEEN,
     HUB_NOW,
     INFERRED_BOOTS,
+    INFERRED_T,
     NEWEST_T,
     NODE_SEQ,
     NODE_T,
@@ -199,7 +200,9 @@ def hello(rows, row, buffers: Buffers, state: TimelineState) -> None:
     A repeat of the running boot's HELLO (firmware 1.1 answers REQUEST_HELLO
     with one) changes nothing.  A HELLO whose clock and seq continue the
     hub's is no reboot either: the first one after a join names the boot, a
-    later one with a new boot_id is stray (counted).
+    later one with a new boot_id is stray (counted).  Nor is the first HELLO
+    within ``join_us`` of a boot inferred (:func:`names_inferred`), whatever
+    its clock: it is that boot's, one boot.
     """
     epoch, nodes = state.epoch, state.nodes
     boot = rows[row, _BOOT_ID]
@@ -216,13 +219,14 @@ def hello(rows, row, buffers: Buffers, state: TimelineState) -> None:
     if runs_on and epoch[HELLO_SEEN] != 0:
         state.counters[STRAY_HELLOS] += 1
         return
-    if runs_on:
+    if runs_on or names_inferred(epoch, state.params):
+        epoch[INFERRED_T] = -1
         epoch[HELLO_SEEN] = 1
         epoch[BOOT_ID] = boot
         for k in range(nodes.shape[0]):
             nodes[k, PRESENT] |= (present >> k) & 1
         if epoch[BOOTED] != 0:
-            return  # the join's inferred boot stands; this only names it
+            return  # the inferred boot (a join's, a reboot's) stands; this only names it
         accept_hub(rows, row, buffers, state)
         epoch[BOOTED] = 1
         return
@@ -230,12 +234,26 @@ def hello(rows, row, buffers: Buffers, state: TimelineState) -> None:
         drop(rows, buffers.counts[SUSPECT], state.counters)
         buffers.counts[SUSPECT] = -1
     new_epoch(rows, rows[row, C_TRAW] + 1, buffers, state)
+    epoch[INFERRED_T] = -1
     epoch[HELLO_SEEN] = 1
     epoch[BOOT_ID] = boot
     for k in range(nodes.shape[0]):
         nodes[k, PRESENT] = (present >> k) & 1
     accept_hub(rows, row, buffers, state)
     epoch[BOOTED] = 1
+
+
+@njit(cache=True)
+def names_inferred(epoch, params: Params) -> bool:
+    """A HELLO that comes within ``join_us`` of hub time after a boot inferred, before any
+    other HELLO: that boot's own, late (issue 26: a live run wrote it as a second reboot).
+    It names the boot; the hub frames that made the inference keep the clock, so a HELLO
+    stamped behind them (over ``hub_back_us``) starts no epoch and no boot of its own."""
+    return (
+        epoch[HELLO_SEEN] == 0
+        and epoch[INFERRED_T] >= 0
+        and epoch[HUB_NOW] - epoch[INFERRED_T] <= params.join_us
+    )
 
 
 @njit(cache=True, inline="always")
@@ -284,4 +302,6 @@ def _reboot_inferred(rows, suspect, buffers: Buffers, state: TimelineState) -> N
     state.epoch[HELLO_SEEN] = 0
     for k in range(nodes.shape[0]):
         nodes[k, PRESENT] = (present >> k) & 1
-    boot_synthetic(rows, buffers, state, state.release[NEWEST_T] + 1, present | 1)
+    hub_t = state.release[NEWEST_T] + 1
+    state.epoch[INFERRED_T] = hub_t  # its HELLO may still come (names_inferred)
+    boot_synthetic(rows, buffers, state, hub_t, present | 1)

@@ -28,8 +28,9 @@ from . import clock_model as cm
     TABLE_LENGTH_MM,  # the table's size from the last HELLO (ICD defaults until one)
     TABLE_WIDTH_MM,
     BALL_UM,
-) = range(10)
-N_EPOCH = 10
+    INFERRED_T,  # hub time of a boot inferred whose HELLO has not come (-1: none)
+) = range(11)
+N_EPOCH = 11
 
 # -- the release ------------------------------------------------------------------------------------
 NEWEST_T, LAST_RELEASED_T, RELEASED_UPTO = range(3)  # the newest hub time any row mapped to, ...
@@ -126,6 +127,7 @@ def new_state(params: Params, keep: np.ndarray, table_mm: tuple[int, int, int]) 
     table's length, width (mm) and ball diameter (µm) as the ICD's defaults give them."""
     epoch = np.zeros(N_EPOCH, np.int64)
     epoch[FIRST_HUB_T] = -1
+    epoch[INFERRED_T] = -1
     epoch[TABLE_LENGTH_MM], epoch[TABLE_WIDTH_MM], epoch[BALL_UM] = table_mm
     return TimelineState(
         epoch=epoch,

@@ -44,6 +44,7 @@ import time
 from typing import Any
 
 from ..jsonout import match_state
+from ..live.listeners import Listener
 from .feed import BALLS_HZ, LiveFeed
 
 log = logging.getLogger(__name__)
@@ -60,8 +61,11 @@ class PageError(OSError):
     """The page process could not listen (``strerror`` says why)."""
 
 
-class PageProcess:
-    """The daemon's side: the feed the pipeline thread calls, and the page's process."""
+class PageProcess(Listener):
+    """The daemon's side: the feed the pipeline thread calls (one of the daemon's sinks:
+    ``Daemon.listen``), and the page's process."""
+
+    name = "page"
 
     def __init__(self, host: str, port: int) -> None:
         self.host = host
@@ -115,6 +119,9 @@ class PageProcess:
     def health(self, status: dict[str, Any], problems: list[str]) -> None:
         self.kept.health(status, problems)
         self._post("health", status, problems)
+
+    # the daemon's sink (live/listeners.py); its life is run's (``stop``), not the daemon's
+    on_event, on_line, on_balls, on_health = event, line, balls, health
 
     # -- life ------------------------------------------------------------------------------
 

@@ -64,6 +64,13 @@ def test_the_cores_name_their_parameters_and_keep_their_files_short(part: str) -
     assert measured.problems() == []
 
 
+def test_no_file_of_the_cores_is_over_600_lines() -> None:
+    """Issue 26: protocol, timing, fusion and rules, kernels or not (rules/shot.py was
+    1 222 lines, rules/referee.py 635)."""
+    assert kernel_shape.core_files()
+    assert kernel_shape.long_core_files() == []
+
+
 def _scan(fn, data: np.ndarray):
     dec = StreamDecoder()
     bound = np.zeros(256, np.int64)

@@ -16,6 +16,7 @@ from firmware_host.link.acks import AckSniffer
 from firmware_host.link.command_link import ACK_TIMEOUT_NS, MAX_RETRIES, LinkHealth
 from firmware_host.live.daemon import Daemon
 from firmware_host.live.engine import Compiled
+from firmware_host.live.listeners import Listener
 from firmware_host.pipeline import replay
 from firmware_host.service.health import HealthMonitor, problems
 from firmware_host.virtual_table import scenarios
@@ -53,11 +54,47 @@ def test_live_verdicts_equal_a_replay_of_the_recording_and_drive_the_lamp(two_sh
 
 def test_hub_reboot_and_garbage_are_reported_and_survived(two_shots, tmp_path):
     cfg = HubConfig(seed=4, faults=FaultPlan.parse("garbage@1,reboot@2"))
-    daemon, lines, events, _, _ = referee_live(build_wire(two_shots, cfg), tmp_path)
-    assert daemon.stats.reboots == 1
+    daemon, lines, events, _, recorded = referee_live(build_wire(two_shots, cfg), tmp_path)
     assert sum(daemon.stats.decoder["bad"].values()) > 0
-    assert [e for e in events if e["type"] == "boot"][1:], "no boot event after the reboot"
     assert verdicts(lines), "no verdict after the faults"
+    # one boot event per boot, live as in a replay of the same bytes, and the daemon's
+    # reboots are the fusion's boot events after the first
+    boots = [e for e in events if e["type"] == "boot"]
+    replayed = [e for e in replay(recorded).events if e["type"] == "boot"]
+    assert len(boots) == len(replayed) == 2, (boots, replayed)
+    assert daemon.stats.reboots == 1
+
+
+class Broken(Listener):
+    """A sink whose every call raises: a bug, or its outside world gone."""
+
+    name = "broken"
+
+    def on_event(self, event: dict) -> None:
+        raise RuntimeError("a sink's bug")
+
+    def on_line(self, line: dict, state: object) -> None:
+        raise OSError("a sink's disk is full")
+
+    def on_turn(self, now_ns: int) -> None:
+        raise ValueError("a sink's clock")
+
+
+def test_a_sink_that_raises_costs_only_itself(two_shots, tmp_path, caplog):
+    """Told before every other sink, it stops none of them: the output, the recording and
+    the lamp see every line; its failures are logged (the first with its traceback) and
+    counted by its name."""
+    daemon, lines, events, lamp, recorded = referee_live(
+        build_wire(two_shots, HubConfig(seed=3)), tmp_path, sinks=[Broken()], first=True
+    )
+    assert verdicts(lines) and verdicts(replay(recorded).lines) == verdicts(lines)
+    last = [line for line in lines if indicator_for(line) is not None][-1]
+    assert lamp == INDICATOR_STATES[indicator_for(last).state]
+    failed = daemon.stats.sink_failures["broken"]
+    assert failed > len(events) + len(lines)  # every event, line and turn
+    assert set(daemon.stats.sink_failures) == {"broken"}
+    said = [r for r in caplog.records if "sink broken failed" in r.getMessage()]
+    assert said[0].exc_info is not None and len(said) == failed
 
 
 @pytest.mark.parametrize(

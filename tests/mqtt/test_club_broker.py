@@ -19,6 +19,7 @@ from club_util import Subscriber, running_broker, wait_for
 
 from firmware_host.jsonout import dumps
 from firmware_host.live.daemon import Daemon
+from firmware_host.live.listeners import Callbacks, Listener
 from firmware_host.live.release_lag import SENSED
 from firmware_host.mqtt.publisher import TablePublisher
 from firmware_host.mqtt.spool import Spool
@@ -52,19 +53,30 @@ def as_json(line: dict) -> dict:
     return json.loads(dumps(line))
 
 
-class Turns:
+class Turns(Listener):
     """The pipeline thread's turns: the longest wait a frame arriving could see."""
+
+    name = "turns"
 
     def __init__(self) -> None:
         self.at: list[int] = []
 
-    def turn(self, now_ns: int) -> None:
+    def on_turn(self, now_ns: int) -> None:
         self.at.append(now_ns)
 
-    def gaps_ms(self, since_ns: int, until_ns: int) -> np.ndarray:
-        at = np.array(self.at)
-        at = at[(at >= since_ns) & (at <= until_ns)]
-        return np.diff(at) / 1e6
+
+class Stopwatch:
+    """Told a line first and last of the sinks before the lamp: how long the sinks took."""
+
+    def __init__(self) -> None:
+        self.took_ns: list[int] = []
+        self._t0 = 0
+
+    def start(self, line: dict) -> None:
+        self._t0 = time.perf_counter_ns()
+
+    def stop(self, line: dict) -> None:
+        self.took_ns.append(time.perf_counter_ns() - self._t0)
 
 
 def test_a_30_s_outage_mid_match_loses_no_verdict_and_delays_no_lamp(broker, tmp_path):
@@ -92,27 +104,22 @@ def _outage_run(broker, folder: Path, table: str) -> str | None:
     decided: list[tuple[int, dict]] = []
     daemon = Daemon(hub.device, on_line=lambda line: decided.append((time.monotonic_ns(), line)))
     turns = Turns()
-    daemon.on_turn = turns.turn
+    daemon.listen(turns)
     publisher = TablePublisher(broker_url(broker.url), table, Spool(folder / "q.sqlite"))
     publisher.start().attach(daemon)
-    sink_ns: list[int] = []
-    line_sinks = daemon.on_line
-
-    def timed(line: dict) -> None:
-        t0 = time.perf_counter_ns()
-        line_sinks(line)
-        sink_ns.append(time.perf_counter_ns() - t0)
-
-    daemon.on_line = timed
+    watch = Stopwatch()  # the broker's durable write and the decided list, per line
+    daemon.listen(Callbacks(on_line=watch.start), first=True)
+    daemon.listen(Callbacks(on_line=watch.stop))
+    sink_ns = watch.took_ns
     lags: list[tuple[int, float]] = []  # (host ns, ms after its hub time) per sensed event
 
     def released(event: dict) -> None:  # the daemon's own measure (release_lag.py), timed
         now = time.monotonic_ns()
         if event["type"] in SENSED and daemon.pipeline is not None:
-            hub_now = daemon.pipeline.events.timeline.hub_time_at(now)
+            hub_now = daemon.pipeline.hub_time_at(now)
             lags.append((now, (hub_now - event["t_us"]) / 1000))
 
-    daemon.also(lambda line: None, released)
+    daemon.listen(Callbacks(on_event=released))
     stop = threading.Event()
     runner = threading.Thread(target=daemon.run, args=(stop,))
     try:

@@ -117,7 +117,7 @@ def test_a_stalled_pipeline_stops_the_watchdog_pings_and_they_resume_after(manag
     try:
         daemon = Daemon(hub.device, on_line=on_line)
         monitor = HealthMonitor(daemon, tmp_path / "status.json", Notifier(env))
-        daemon.on_turn = monitor.turn
+        daemon.listen(monitor)
         runner = threading.Thread(target=lambda: daemon.run(stop))
         runner.start()
         assert daemon.connected.wait(20)

@@ -160,6 +160,27 @@ def test_a_reboot_whose_hello_is_lost_is_recognised(tmp_path, rebooted) -> None:
     assert _in_order(events)
 
 
+def test_a_hello_after_its_inferred_boot_is_the_same_boot(rebooted) -> None:
+    """Issue 26: a live run wrote three boot events for one reboot: the timeline inferred the
+    reboot from the restarted clocks, then the boot's HELLO, stamped behind the frames that
+    made the inference (over ``hub_back_us``), started an epoch of its own.  A HELLO within
+    ``join_us`` of an inferred boot is that boot's: one boot event per reboot, as the
+    daemon counts them.  Here the reboot's HELLO comes after its next two hub frames."""
+    bodies = mutate.split(rebooted)
+    hello = mutate.indices(bodies, "HELLO")[1]
+    hub = [i for i in range(hello + 1, len(bodies)) if mutate.node(bodies[i]) == 0]
+    later = hub[1] + 1
+    late = mutate.join(
+        [*bodies[:hello], *bodies[hello + 1 : later], bodies[hello], *bodies[later:]]
+    )
+    events, stream = _events(late)
+    boots = [e for e in events if e["type"] == "boot"]
+    assert stream.counters["inferred_boots"] == 1
+    assert [b["boot_id"] is None for b in boots] == [False, True]  # was [False, True, False]
+    assert _in_order(events)
+    assert _decided(replay(late).lines) == _decided(replay(rebooted).lines)
+
+
 def test_a_hub_clock_stepping_back_without_hello_keeps_time_in_order(
     tmp_path, clean, clean_verdicts
 ) -> None:
