@@ -92,11 +92,12 @@ def capture(size_mb: int, simulated_mb: int = SIMULATED_MB) -> Path:
     if path.exists():
         return path
     if size_mb > simulated_mb:
-        copies = -(-size_mb // simulated_mb)
+        source = capture(simulated_mb)
+        copies = -(-size_mb * MB // source.stat().st_size)  # the match is not quite its size
         _say(f"a {size_mb} MB capture: the {simulated_mb} MB match {copies} times, a hub reboot "
              "before each")  # fmt: skip
         part = path.with_suffix(".part")
-        replayed_after_reboots(capture(simulated_mb), copies, part)
+        replayed_after_reboots(source, copies, part)
         part.rename(path)
         return path
     minutes = min(1440.0, round(size_mb / MB_PER_MINUTE, 1))
