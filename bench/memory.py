@@ -67,6 +67,13 @@ for at in range(0, start, 4096):
     pipe.feed(data[at : at + 4096])
 Checkpoints(folder).after_feed(pipe, part, size - len(after), start)
 """
+MAKE = r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, "bench")
+from memory import replayed_after_reboots
+replayed_after_reboots(Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]))
+"""
 RESUME = r"""
 import sys
 from pathlib import Path
@@ -84,19 +91,22 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def capture(size_mb: int) -> Path:
+def capture(size_mb: int, simulated_mb: int = SIMULATED_MB) -> Path:
     """A full-sensor capture of about ``size_mb`` MB: one virtual match long enough, or
-    above ``SIMULATED_MB`` that many MB's match played again after each hub reboot."""
+    above ``simulated_mb`` that many MB's match played again after each hub reboot."""
     CACHE.mkdir(exist_ok=True)
     path = CACHE / f"match-{size_mb}MB.bin"
     if path.exists():
         return path
-    if size_mb > SIMULATED_MB:
-        copies = -(-size_mb // SIMULATED_MB)
-        _say(f"a {size_mb} MB capture: the {SIMULATED_MB} MB match {copies} times, a hub reboot "
+    if size_mb > simulated_mb:
+        source = capture(simulated_mb)
+        copies = -(-size_mb * MB // source.stat().st_size)  # the match is not quite its size
+        _say(f"a {size_mb} MB capture: the {simulated_mb} MB match {copies} times, a hub reboot "
              "before each")  # fmt: skip
         part = path.with_suffix(".part")
-        replayed_after_reboots(capture(SIMULATED_MB), copies, part)
+        # In a child: a process started by this one reports this one's peak RSS as its own
+        # if that is higher (Linux keeps the larger at exec), and making it decodes a match.
+        run([sys.executable, "-c", MAKE, str(source), str(copies), str(part)], "copies", None)
         part.rename(path)
         return path
     minutes = min(1440.0, round(size_mb / MB_PER_MINUTE, 1))
@@ -210,6 +220,14 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the captures (cached)")
     parser.add_argument(
+        "--simulate-mb",
+        type=int,
+        default=SIMULATED_MB,
+        metavar="MB",
+        help=f"simulate matches up to this size; larger captures are that match played again "
+        f"after hub reboots (default {SIMULATED_MB})",
+    )
+    parser.add_argument(
         "--no-resume", dest="resume", action="store_false", help="leave out the resume line"
     )
     args = parser.parse_args()
@@ -218,7 +236,7 @@ def main() -> None:
     print(f"{'command':<8} {'capture':>10} {'peak RSS':>10} {'time':>9} {'CPU':>9}", flush=True)
     try:
         for size in sizes:
-            path = capture(size)
+            path = capture(size, args.simulate_mb)
             actual = path.stat().st_size / MB
             for command in commands:
                 what = f"{command} {size} MB"
@@ -234,7 +252,7 @@ def main() -> None:
                 print(f"{command:<8} {actual:>7.0f} MB {shown:>10} {wall:>7.1f} s "
                       f"{cpu:>7.1f} s", flush=True)  # fmt: skip
         if args.resume:
-            resume_line(capture(max(sizes)), args.kill_above)
+            resume_line(capture(max(sizes), args.simulate_mb), args.kill_above)
     finally:
         if not args.keep:
             for path in CACHE.glob("match-*"):

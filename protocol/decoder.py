@@ -16,9 +16,9 @@ only when a caller asks for them (:meth:`Decoded.items`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -131,16 +131,67 @@ class Conflict:
     later: Message
 
 
+class KeptFrames(Sequence[Any]):
+    """The frames of one status whose bodies the kernel kept aside (an unknown type, a
+    retransmission), each parsed as any frame (their CRC was checked already) when it is
+    asked for; each frame's ``row`` becomes its index here.
+
+    Parsing them as they came (construct, about 60 µs a frame) cost every feed, though
+    only the printers ever look at them: on the busy hour, with its radio resends, it
+    made the decoder four times slower (issue 29).  Their bytes are copied out of the
+    kernel's scratch buffer (a few per feed), so a feed keeps nothing else alive.
+    """
+
+    def __init__(
+        self,
+        frames: np.ndarray,
+        raw: np.ndarray,
+        status: int,
+        wrap: Callable[[Any], Any] | None = None,
+    ) -> None:
+        rows = np.flatnonzero(frames["status"] == status)
+        self._heads = frames[rows]  # a copy: their offsets, flags, lengths, signatures
+        lengths = self._heads["length"].astype(np.int64)
+        starts = np.cumsum(lengths) - lengths
+        take = np.repeat(self._heads["row"] - starts, lengths) + np.arange(int(lengths.sum()))
+        self._raw = raw[take]
+        self._heads["row"] = starts
+        frames["row"][rows] = np.arange(len(rows))
+        self._wrap = wrap
+        self._parsed: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._heads)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self))[i]]
+        i = range(len(self))[i]  # an IndexError as a list's
+        if i not in self._parsed:
+            parsed = _parse_kept(self._heads[i], self._raw)
+            self._parsed[i] = self._wrap(parsed) if self._wrap else parsed
+        return self._parsed[i]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # compared by content, as a list is
+
+
 @dataclass
 class Decoded:
     """The frames completed by one feed (or a whole capture), columnar."""
 
     frames: np.ndarray  # FRAME_DTYPE, stream order, bad frames included
     tables: dict[str, np.ndarray]  # message name -> records (layout dtype)
-    unknown: list[UnknownFrame]
+    unknown: Sequence[UnknownFrame]  # row of an UNKNOWN frame
     pending_bytes: int = 0  # an unfinished frame after this feed
     stats: Stats | None = None  # totals, filled in by decode_capture
-    duplicates: list[Retransmission] = field(default_factory=list)  # row of a DUPLICATE frame
+    duplicates: Sequence[Retransmission] = field(default_factory=list)  # row of a DUPLICATE
     refused: list[Refused] = field(default_factory=list)  # row of a refused frame (ICD §9)
     conflicts: list[Conflict] = field(default_factory=list)  # seq reused, other content
     #: the frames where a node's flood starts or ends (``rate`` FLOOD or CALM): a few rows
@@ -155,22 +206,27 @@ class Decoded:
         self,
     ) -> Iterator[Message | BadFrame | UnknownFrame | Retransmission | Refused | OverRate]:
         """Every frame as a Python object, in stream order (printing, live use)."""
-        for f in self.frames:
-            status = int(f["status"])
-            if status == k.OK:
-                name = _NAMES[int(f["msg_type"])]
-                yield record_message(self.tables[name][f["row"]])
-            elif status == k.UNKNOWN:
-                yield self.unknown[int(f["row"])]
-            elif status == k.DUPLICATE:
-                yield self.duplicates[int(f["row"])]
-            elif k.UNSIGNED <= status <= k.REPLAYED:
-                yield self.refused[int(f["row"])]
-            elif status == k.OVER_RATE:
-                assert self.over_rate_bodies is not None
-                yield OverRate(_parse_kept(f, self.over_rate_bodies))
-            elif status >= k.BAD_COBS:
-                yield BadFrame(STATUS_NAMES[status], int(f["offset"]), int(f["length"]))
+        for i in range(len(self.frames)):
+            yield self.item(i)
+
+    def item(
+        self, i: int
+    ) -> Message | BadFrame | UnknownFrame | Retransmission | Refused | OverRate:
+        """Frame ``i`` as a Python object (a printer that makes most lines from the arrays)."""
+        f = self.frames[i]
+        status = int(f["status"])
+        if status == k.OK:
+            return record_message(self.tables[_NAMES[int(f["msg_type"])]][f["row"]])
+        if status == k.UNKNOWN:
+            return self.unknown[int(f["row"])]
+        if status == k.DUPLICATE:
+            return self.duplicates[int(f["row"])]
+        if k.UNSIGNED <= status <= k.REPLAYED:
+            return self.refused[int(f["row"])]
+        if status == k.OVER_RATE:
+            assert self.over_rate_bodies is not None
+            return OverRate(_parse_kept(f, self.over_rate_bodies))
+        return BadFrame(STATUS_NAMES[status], int(f["offset"]), int(f["length"]))
 
 
 def record_fields(rec: np.void) -> dict[str, Any]:
@@ -305,8 +361,8 @@ class StreamDecoder:
             refused, priors = self._decide_held(frames, out.raw, tables)
             self.signing.save()  # the counters are on disk before anything they let through
         conflicts = _conflicts(frames, out.raw, tables, priors)
-        unknown = self._kept_aside(frames, out.raw, k.UNKNOWN)
-        duplicates = [Retransmission(m) for m in self._kept_aside(frames, out.raw, k.DUPLICATE)]
+        unknown = KeptFrames(frames, out.raw, k.UNKNOWN)
+        duplicates = KeptFrames(frames, out.raw, k.DUPLICATE, Retransmission)
         rate = frames["rate"]
         marks = frames[(rate == ratelimit.FLOOD) | (rate == ratelimit.CALM)]
         dropped = out.raw if np.any(frames["status"] == k.OVER_RATE) else None
@@ -392,18 +448,6 @@ class StreamDecoder:
         else:
             self._offset += consumed
             self._pending = tail.copy()
-
-    @staticmethod
-    def _kept_aside(frames: np.ndarray, raw: np.ndarray, status: int) -> list[Any]:
-        """The frames of ``status`` whose bodies the kernel kept in ``raw`` (an unknown type,
-        a retransmission), parsed as any frame (their CRC was checked already); each
-        frame's ``row`` becomes its index in the list."""
-        found: list[Any] = []
-        for r in np.flatnonzero(frames["status"] == status):
-            f = frames[r]
-            found.append(_parse_kept(f, raw))
-            f["row"] = len(found) - 1
-        return found
 
     def stats(self) -> Stats:
         acc = self._accounts

@@ -358,6 +358,49 @@ class Listing:
         return True
 
 
+class _BulkText:
+    """A whole capture's text listing, nothing selected or timed: the plain frames' lines
+    made by a kernel from the decoder's arrays (:mod:`..linktools.textlines`), the others
+    by :meth:`Listing.write` in their places.  Byte for byte the listing's own."""
+
+    def __init__(self, listing: Listing, strict: bool) -> None:
+        from ..linktools.textlines import TextLines
+
+        self.listing, self.strict = listing, strict
+        self.kernel = TextLines()
+
+    def write(self, decoded: Any, read_ns: int | None, keyed: bool) -> bool:
+        """Write a feed's lines; True when ``--strict`` stops at a bad frame."""
+        import numpy as np
+
+        from protocol.framing import BadFrame
+
+        from ..linktools.listing import Line
+
+        text, ends, slow = self.kernel.lines(decoded.frames, decoded.tables)
+        out = self.listing.out
+        start = 0
+        for i in np.flatnonzero(slow).tolist():
+            out.write(text[start : ends[i]].decode())
+            start = int(ends[i])
+            line = Line(decoded.item(i), decoded.frames[i], host_ns=read_ns, keyed=keyed)
+            self.listing.write(line)
+            if self.strict and isinstance(line.frame, BadFrame):
+                out.drain()
+                return True
+        out.write(text[start:].decode())
+        out.drain()
+        return False
+
+
+def _bulk_text(args: argparse.Namespace, listing: Listing, timed: bool) -> _BulkText | None:
+    """The kernel's listing when it applies: text, from a file read once, every frame shown
+    as it is (no time column, filter, hex or host frames)."""
+    plain = listing.format == "text" and not (timed or args.hex or args.follow or args.port)
+    unfiltered = not (listing.types or args.node or listing.where) and listing.axis is None
+    return _BulkText(listing, args.strict) if plain and unfiltered else None
+
+
 def _check(args: argparse.Namespace) -> None:
     if (args.capture is None) == (args.port is None):
         raise UsageError("give a CAPTURE (- for stdin) or --port URL, one of them")
@@ -430,10 +473,15 @@ def run(args: argparse.Namespace) -> int:
             out.flush()
         return None
 
+    bulk = _bulk_text(args, listing, sent is not None or rx is not None or hub is not None)
     try:
         # Only reading is the capture's fault (exit 2); a write error is stdout's (cli.main).
         source = _link(args.port, args.baud) if args.port else _file(args.capture, args.follow)
         for chunk, read_ns in source:
+            if bulk is not None:
+                if bulk.write(decoder.feed(chunk), read_ns, signing is not None):
+                    return 1
+                continue
             if sent is not None and args.follow:
                 sent.refresh()  # the host's frames written since
             decoded = decoder.feed(chunk)

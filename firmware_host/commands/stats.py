@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from ..cli.args import UsageError
@@ -97,26 +100,45 @@ def next_part(capture: str) -> bool:
     return Path(capture).with_name(following).exists()
 
 
+@contextmanager
+def _rereadable(capture: str) -> Iterator[str]:
+    """A capture file as it is; stdin copied to a temporary file a chunk at a time (``stats``
+    reads its capture twice, and memory must not hold it)."""
+    if capture != "-":
+        yield capture
+        return
+    from ..cli.args import capture_chunks
+
+    with tempfile.NamedTemporaryFile(prefix="stats-", suffix=".bin") as spool:
+        for chunk in capture_chunks("-"):
+            spool.write(chunk)
+        spool.flush()
+        yield spool.name
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     import numpy as np
 
-    from ..cli.args import read_binary
+    from ..cli.args import capture_chunks, read_binary
     from ..jsonout import dumps
     from ..link.recorder import read_rx_times
     from ..linktools.linkstats import link_stats
+    from ..linktools.statstream import stream_stats
 
     if args.png:  # before the work: a missing extra is a usage error, said at once
         try:
             from ..linktools.statsplot import draw
         except ModuleNotFoundError as exc:
             raise UsageError(f"--png needs {exc.name}: pip install -e '.[view]'") from None
-    capture = np.frombuffer(read_binary(args.capture), np.uint8)
-    rx = None
-    if args.capture != "-" and (rxt := Path(args.capture).with_suffix(".rxt")).exists():
-        rx = read_rx_times(rxt)
-    report = link_stats(capture, rx, continues=next_part(args.capture))
+    rxt = Path(args.capture).with_suffix(".rxt") if args.capture != "-" else None
+    if rxt is not None and rxt.exists():  # host times: the whole capture (docs/memory.md)
+        capture = np.frombuffer(read_binary(args.capture), np.uint8)
+        report = link_stats(capture, read_rx_times(rxt), continues=next_part(args.capture))
+    else:
+        with _rereadable(args.capture) as path:
+            report = stream_stats(lambda: capture_chunks(path), continues=next_part(args.capture))
     if report["frames"] == 0:
         raise UsageError(f"{args.capture}: no valid frame in it: not a capture")
     if args.json:

@@ -228,19 +228,28 @@ def _clock_windows(
             which = np.searchsorted(edges, h, side="right")
             for w in np.unique(which).tolist():
                 in_w = which == w
-                if in_w.sum() < MIN_SYNCS or np.ptp(h[in_w]) < WINDOW_S * 1e6 / 4:
-                    continue
-                x, y = h[in_w], h[in_w] - n[in_w]
-                a, slope = envelope_slope(x, y)
-                floor = slope_error(node, float(in_w.sum()), float(np.ptp(x)))
-                unc = slope_uncertainty(x, y, slope, floor) * 1e6
-                hub_ppm, hub_unc = hub_rate.ppm(b, x.min(), x.max()) if hub_rate else (0.0, 0.0)
-                ppm = -slope * 1e6 + hub_ppm  # node vs hub, + hub vs host
-                offset = a + slope * (float(np.mean(x)) - x.min())
-                out.setdefault(node, []).append(
-                    [float(np.median(when[in_w])), float(offset), ppm, unc + hub_unc]
-                )
+                figure = window_figure(node, h[in_w], n[in_w], when[in_w], hub_rate, b)
+                if figure is not None:
+                    out.setdefault(node, []).append(figure)
     return out
+
+
+def window_figure(
+    node: int, h: np.ndarray, n: np.ndarray, when: np.ndarray, hub_rate: HubRate | None, b: int
+) -> list[float] | None:
+    """One drift window of a node's CLOCK_SYNC samples (hub and node times unwrapped, the
+    capture's time of each): ``[t_s, offset_us, ppm, ±ppm]``, or None when it has too few
+    samples or too short a span to say."""
+    if len(h) < MIN_SYNCS or np.ptp(h) < WINDOW_S * 1e6 / 4:
+        return None
+    x, y = h, h - n
+    a, slope = envelope_slope(x, y)
+    floor = slope_error(node, float(len(h)), float(np.ptp(x)))
+    unc = slope_uncertainty(x, y, slope, floor) * 1e6
+    hub_ppm, hub_unc = hub_rate.ppm(b, x.min(), x.max()) if hub_rate else (0.0, 0.0)
+    ppm = -slope * 1e6 + hub_ppm  # node vs hub, + hub vs host
+    offset = a + slope * (float(np.mean(x)) - x.min())
+    return [float(np.median(when)), float(offset), ppm, unc + hub_unc]
 
 
 def _latency(frames: np.ndarray, timing: Timing, boot: np.ndarray) -> dict[int, dict[str, float]]:
@@ -300,44 +309,65 @@ def _hub_counts(decoded: Decoded, boot: np.ndarray, timing: Timing) -> tuple[lis
     their_boot, when = boot[starts], timing.t_s[starts]
     settled = np.flatnonzero(when > timing.joined_until_s)
     at_join = int(beats["tx_dropped"][settled[0]]) if np.isfinite(timing.joined_until_s) else 0
-    found = []
-    for name, what in (
-        ("rx_bad", "bad frames from the host (the host-to-hub direction)"),
-        ("tx_dropped", "frames dropped for lack of buffer (a stalled link)"),
-    ):
-        total = sum(int(beats[name][their_boot == b].max()) for b in np.unique(their_boot))
-        total -= at_join if name == "tx_dropped" else 0
-        if total:
-            first = int(beats["offset"][np.flatnonzero(beats[name])[0]])
-            found.append(Found(f"the hub counted {total} {what}", total, [first]))
-    return found, at_join
+    totals, firsts = {}, {}
+    for name, _ in HUB_COUNTS:
+        totals[name] = sum(int(beats[name][their_boot == b].max()) for b in np.unique(their_boot))
+        nonzero = np.flatnonzero(beats[name])
+        firsts[name] = int(beats["offset"][nonzero[0]]) if len(nonzero) else 0
+    totals["tx_dropped"] -= at_join
+    return hub_count_problems(totals, firsts), at_join
+
+
+HUB_COUNTS = (
+    ("rx_bad", "bad frames from the host (the host-to-hub direction)"),
+    ("tx_dropped", "frames dropped for lack of buffer (a stalled link)"),
+)
+
+
+def hub_count_problems(totals: dict[str, int], firsts: dict[str, int]) -> list[Found]:
+    """The hub's own counts (HEARTBEAT, :data:`HUB_COUNTS`) that are not zero: their totals
+    over the boots, each at its first beat that counted one."""
+    return [
+        Found(f"the hub counted {totals[name]} {what}", totals[name], [firsts[name]])
+        for name, what in HUB_COUNTS
+        if totals[name]
+    ]
 
 
 def _stall(per_type: dict[int, dict[str, Any]], frames: np.ndarray, timing: Timing) -> Found | None:
     """The longest HEARTBEAT silence (1 Hz), unless it ended at a join (nobody read)."""
     beats = per_type.get(0, {}).get("HEARTBEAT")
-    if not beats or beats["max_gap_s"] <= HEARTBEAT_GAP_S:
+    if not beats:
         return None
-    at = np.searchsorted(frames["offset"], beats["max_gap_at"])
-    if timing.t_s[at] <= timing.joined_until_s:
+    at = np.searchsorted(frames["offset"], beats["max_gap_at"] or 0)
+    return stall_problem(beats, float(timing.t_s[at]) if len(frames) else 0.0, timing)
+
+
+def stall_problem(beats: dict[str, Any], end_s: float, timing: Timing) -> Found | None:
+    """The HEARTBEAT type's entry as a stall (``end_s``: the time of the beat after its
+    longest silence), unless the silence is short or ended at a join (nobody read)."""
+    if beats["max_gap_s"] <= HEARTBEAT_GAP_S or end_s <= timing.joined_until_s:
         return None
     return Found(f"no HEARTBEAT for {beats['max_gap_s']:.1f} s: the link stalled", 1,
                  [beats["max_gap_at"]])  # fmt: skip
 
 
-def _edges(capture: np.ndarray, decoded: Decoded, continues: bool) -> tuple[list[Found], list[str]]:
+def capture_edges(
+    size: int, tail: int, joined: int, continues: bool
+) -> tuple[list[Found], list[str]]:
     """A capture's ends: a frame the recording cut (a problem, unless the next part holds the
-    rest) and a frame the host joined in the middle of (ICD §1: expected, a note)."""
+    rest) and a frame the host joined in the middle of (ICD §1: expected, a note).
+
+    ``size``: the capture's bytes; ``tail``: those after its last delimiter; ``joined``: the
+    length of a first frame the host joined in the middle of (:func:`joined_bytes`), or 0.
+    """
     problems, notes = [], []
-    ends = np.flatnonzero(capture == 0)
-    cut = len(capture) - (int(ends[-1]) + 1 if len(ends) else 0)
-    if cut and continues:
-        notes.append(f"the capture ends inside a frame ({plural(cut, 'byte')}): the next part "
+    if tail and continues:
+        notes.append(f"the capture ends inside a frame ({plural(tail, 'byte')}): the next part "
                      "holds the rest")  # fmt: skip
-    elif cut:
-        what = f"the capture ends inside a frame: its last {plural(cut, 'byte')} have no delimiter"
-        problems.append(Found(what + " (cut)", 1, [len(capture) - cut]))
-    joined = joined_bytes(decoded.frames[0], int(capture[0])) if len(decoded.frames) else 0
+    elif tail:
+        what = f"the capture ends inside a frame: its last {plural(tail, 'byte')} have no delimiter"
+        problems.append(Found(what + " (cut)", 1, [size - tail]))
     if joined:
         notes.append(f"the capture starts inside a frame ({plural(joined, 'byte')} before the "
                      "first delimiter): the host joined mid-frame (ICD §1), not a bad frame")  # fmt: skip
@@ -355,6 +385,40 @@ def _timing_notes(timing: Timing, frames: np.ndarray) -> list[str]:
                      f"({timing.backlog_hub_s:.1f} s of hub time) had queued before the "
                      "recording began: timed by the hub's clock, left out of latency and drift")  # fmt: skip
     return notes
+
+
+def trust_notes(stats: Any, notes: list[str]) -> dict[str, Any]:
+    """ICD §9's counts of the decoder's totals, and a note when a seq was reused."""
+    if stats.conflicts:
+        notes.append(f"seq conflicts (a seq reused with other content: a forged frame?) by node "
+                     f"{stats.conflicts}: firmware-host decode marks them SEQ CONFLICT")  # fmt: skip
+    if stats.over_rate:
+        notes.append(f"frames beyond their node's rate limit (a node flooding the link), dropped, "
+                     f"by node {stats.over_rate}: firmware-host decode marks them OVER RATE")  # fmt: skip
+    return {"signed": stats.signed, "conflicts": stats.conflicts, "over_rate": stats.over_rate}
+
+
+def bad_frames(
+    found: dict[int, tuple[list[int], list[float]]], problems: list[Found]
+) -> dict[str, dict[str, Any]]:
+    """The report's bad frames by reason, from (offsets, times) per status; each reason a
+    problem, in status order."""
+    bad: dict[str, dict[str, Any]] = {}
+    for status in sorted(found):
+        offsets, times = found[status]
+        reason = STATUS_NAMES[status]
+        bad[reason] = {"count": len(offsets), "offsets": offsets, "times_s": times}
+        problems.append(
+            Found(f"{plural(len(offsets), 'bad frame')} ({reason})", len(offsets), offsets)
+        )
+    return bad
+
+
+def reboot_problems(reboots: list[dict[str, int]]) -> list[Found]:
+    if not reboots:
+        return []
+    return [Found(f"hub rebooted {len(reboots)} time{'s' if len(reboots) > 1 else ''}",
+                  len(reboots), [r["offset"] for r in reboots])]  # fmt: skip
 
 
 def link_stats(
@@ -375,48 +439,93 @@ def link_stats(
     t_s, has_host = timing.t_s, timing.host
     good = np.isin(frames["status"], (OK, DUPLICATE, UNKNOWN))
     span = float(np.ptp(t_s[good])) if good.any() else 0.0
-    problems, notes = _edges(capture, decoded, continues)
+    ends = np.flatnonzero(capture == 0)
+    tail = len(capture) - (int(ends[-1]) + 1 if len(ends) else 0)
+    joined = joined_bytes(frames[0], int(capture[0])) if len(frames) else 0
+    problems, notes = capture_edges(len(capture), tail, joined, continues)
     notes += _timing_notes(timing, frames)
-    over_rate = decoded.stats.over_rate
-    trust = {"signed": decoded.stats.signed, "conflicts": decoded.stats.conflicts,
-             "over_rate": over_rate}  # fmt: skip
-    if decoded.stats.conflicts:
-        notes.append(f"seq conflicts (a seq reused with other content: a forged frame?) by node "
-                     f"{decoded.stats.conflicts}: firmware-host decode marks them SEQ CONFLICT")  # fmt: skip
-    if over_rate:
-        notes.append(f"frames beyond their node's rate limit (a node flooding the link), dropped, "
-                     f"by node {over_rate}: firmware-host decode marks them OVER RATE")  # fmt: skip
-
-    bad: dict[str, dict[str, Any]] = {}
+    trust = trust_notes(decoded.stats, notes)
     is_bad = frames["status"] >= BAD_COBS
-    if len(frames) and joined_bytes(frames[0], int(capture[0])):
+    if joined:
         is_bad[0] = False
+    found_bad = {}
     for status in np.unique(frames["status"][is_bad]).tolist():
         mine = is_bad & (frames["status"] == status)
-        offsets = frames["offset"][mine].astype(int).tolist()
-        reason = STATUS_NAMES[status]
-        bad[reason] = {"count": len(offsets), "offsets": offsets, "times_s": t_s[mine].tolist()}
-        problems.append(
-            Found(f"{plural(len(offsets), 'bad frame')} ({reason})", len(offsets), offsets)
-        )
-    if reboots:
-        problems.append(
-            Found(f"hub rebooted {len(reboots)} time{'s' if len(reboots) > 1 else ''}",
-                  len(reboots), [r["offset"] for r in reboots])
-        )  # fmt: skip
-
+        found_bad[status] = (frames["offset"][mine].astype(int).tolist(), t_s[mine].tolist())
+    bad = bad_frames(found_bad, problems)
+    problems += reboot_problems(reboots)
     hub_rate = HubRate(decoded, timing, boot) if has_host else None
     host_ppm = {b: hub_rate.ppm(b) for b in hub_rate.boots} if hub_rate else {}
-    clocks = _clock_windows(decoded, starts, hub_rate, t_s)
-    lost = _lost(frames[good], t_s[good])
     retx = frames[good & ((frames["flags"] & FLAG_RETRANSMISSION) != 0)]
     per_type = _per_type(frames, t_s, boot, span)
-    latency = _latency(frames, timing, boot) if has_host else {}
+    counted, dropped_at_join = _hub_counts(decoded, boot, timing)
+    return report(
+        Findings(
+            timing=timing,
+            span=span,
+            frames=int((frames["status"] == OK).sum()),
+            host_ppm=host_ppm,
+            bad=bad,
+            reboots=reboots,
+            per_type=per_type,
+            clocks=_clock_windows(decoded, starts, hub_rate, t_s),
+            lost=_lost(frames[good], t_s[good]),
+            retx=_retransmissions(retx),
+            latency=_latency(frames, timing, boot) if has_host else {},
+            problems=problems,
+            notes=notes,
+            counted=counted,
+            dropped_at_join=dropped_at_join,
+            stall=_stall(per_type, frames, timing),
+            trust=trust,
+        )
+    )
+
+
+def _retransmissions(retx: np.ndarray) -> dict[int, list[int]]:
+    """Per node, the offsets of its retransmissions (frame-table rows)."""
+    return {n: retx["offset"][retx["node"] == n].astype(int).tolist()
+            for n in np.unique(retx["node"]).tolist()}  # fmt: skip
+
+
+@dataclass
+class Findings:
+    """What the report is made of, however the capture was read (whole or streamed,
+    :mod:`.statstream`): the figures per node and type, and the problems and notes found
+    before the per-node ones (the capture's edges, its timing, bad frames, reboots)."""
+
+    timing: Timing
+    span: float
+    frames: int
+    host_ppm: dict[int, tuple[float, float]]
+    bad: dict[str, dict[str, Any]]
+    reboots: list[dict[str, int]]
+    per_type: dict[int, dict[str, Any]]
+    clocks: dict[int, list[list[float]]]
+    lost: dict[int, dict[str, Any]]
+    retx: dict[int, list[int]]  # per node, the offsets of its retransmissions
+    latency: dict[int, dict[str, float]]
+    problems: list[Found]
+    notes: list[str]
+    counted: list[Found]  # the hub's own counts (_hub_counts)
+    dropped_at_join: int
+    stall: Found | None
+    trust: dict[str, Any]
+
+
+def report(found: Findings) -> dict[str, Any]:
+    """The JSON-ready report of ``stats`` from its findings, the per-node problems named."""
+    timing, has_host = found.timing, found.timing.host
+    problems, notes = list(found.problems), list(found.notes)
+    clocks, lost, latency = found.clocks, found.lost, found.latency
     nodes: dict[str, Any] = {}
     lost_at_join: dict[int, int] = {}
-    for node in sorted(set(per_type) | set(clocks) | set(lost)):
+    for node in sorted(set(found.per_type) | set(clocks) | set(lost)):
         label = node_label(node)
-        entry: dict[str, Any] = {"name": NODE_NAMES.get(node, "?"), "types": per_type.get(node, {})}
+        entry: dict[str, Any] = {
+            "name": NODE_NAMES.get(node, "?"),
+            "types": found.per_type.get(node, {}),
+        }
         entry["lost"], entry["lost_at_join"] = _split_at_join(lost.get(node), timing)
         if entry["lost_at_join"]:
             lost_at_join[node] = entry["lost_at_join"]
@@ -424,7 +533,7 @@ def link_stats(
         if n_lost:
             what = f"{label}: {plural(n_lost, 'frame')} lost (seq gaps)"
             problems.append(Found(what, n_lost, entry["lost"]["offsets"]))
-        mine = retx["offset"][retx["node"] == node].astype(int).tolist()
+        mine = found.retx.get(node, [])
         entry["retransmissions"] = {"count": len(mine), "offsets": mine}
         if mine:
             problems.append(
@@ -438,35 +547,33 @@ def link_stats(
         if node in latency:
             entry["latency"] = latency[node]
         nodes[str(node)] = entry
-    counted, dropped_at_join = _hub_counts(decoded, boot, timing)
-    problems += counted
-    stall = _stall(per_type, frames, timing)
-    if stall:
-        problems.append(stall)
+    problems += found.counted
+    if found.stall:
+        problems.append(found.stall)
     parts = []
     if lost_at_join:
         parts.append("seq gaps at the join ("
                      + ", ".join(f"{node_label(n)} {c}" for n, c in lost_at_join.items()) + ")")  # fmt: skip
-    if dropped_at_join:
-        parts.append(f"the hub's count of {plural(dropped_at_join, 'frame')} dropped for want "
-                     "of buffer")  # fmt: skip
+    if found.dropped_at_join:
+        parts.append(f"the hub's count of {plural(found.dropped_at_join, 'frame')} dropped for "
+                     "want of buffer")  # fmt: skip
     if parts:
         notes.append(f"before the join nobody read the port: {' and '.join(parts)} are not the "
                      "link's")  # fmt: skip
     return {
         "clock": "host" if has_host else "hub",
         "speed": timing.speed,
-        "span_s": span,
-        "frames": int((frames["status"] == OK).sum()),
-        "hub_vs_host_ppm": {str(b): v for b, (v, _) in host_ppm.items()},
-        "hub_vs_host_uncertainty_ppm": {str(b): u for b, (_, u) in host_ppm.items()},
+        "span_s": found.span,
+        "frames": found.frames,
+        "hub_vs_host_ppm": {str(b): v for b, (v, _) in found.host_ppm.items()},
+        "hub_vs_host_uncertainty_ppm": {str(b): u for b, (_, u) in found.host_ppm.items()},
         "backlog_frames": int(timing.backlog.sum()),
-        "bad": bad,
-        "reboots": reboots,
+        "bad": found.bad,
+        "reboots": found.reboots,
         "nodes": nodes,
         "notes": notes,
         "problems": [{"text": p.text(), "count": p.count, "offsets": p.offsets} for p in problems],
-        **{k: v for k, v in trust.items() if v},  # issue 29: only when there are any
+        **{k: v for k, v in found.trust.items() if v},  # issue 29: only when there are any
     }
 
 

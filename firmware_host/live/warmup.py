@@ -302,14 +302,17 @@ def _live(data: bytes) -> None:
 def _replay_and_batch(data: bytes) -> None:
     import numpy as np
 
-    from protocol.decoder import decode_capture
+    from protocol.decoder import StreamDecoder, decode_capture
 
     from ..fusion.stream import events_from_capture
+    from ..linktools.textlines import TextLines
     from ..pipeline import replay
 
     replay(data)
     events_from_capture(data)
     decode_capture(np.frombuffer(data, np.uint8).copy())  # a writable array: its own type
+    decoded = StreamDecoder().feed(data)  # as `decode` reads: bytes
+    TextLines().lines(decoded.frames, decoded.tables)
 
 
 def _tools() -> None:

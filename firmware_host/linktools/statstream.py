@@ -1,0 +1,356 @@
+"""``stats`` in bounded memory: the capture read twice in chunks, figures kept per node.
+
+:func:`.linkstats.link_stats` computes on per-frame arrays of the whole capture (about
+7 bytes of RSS per byte of capture).  Here the capture is read in
+``CAPTURE_CHUNK`` reads through the stream decoder, twice:
+
+1. the hub's clock at every frame (:class:`HubClock`, :func:`.recording.hub_clock_at`
+   streamed) for its lowest value: every time in the report is seconds after it;
+2. the same clock again, each chunk's frames timed with it and folded into
+   :class:`Tally`: per node and type a count and the longest gap so far, per node
+   the seq gaps (a late resend fills the nearest one before it that covers its seq)
+   and retransmissions, per boot the hub's own counts, per node and boot the open
+   drift windows (a window's CLOCK_SYNC samples are kept until the hub's clock
+   leaves the window after it: a minute or two of samples).
+
+What it keeps grows with what the report lists (the offsets of every bad frame, gap
+and retransmission), never with the frames.  The report is the one ``link_stats``
+gives, byte for byte: the same float operations on the same values, chunk by chunk
+(``tests/linktools/test_stats_stream.py``).  A recording with host receive times
+(``.rxt``) still goes through ``link_stats`` (docs/memory.md, "Not yet").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from protocol.catalogue import BY_NAME, BY_TYPE, FLAG_RETRANSMISSION
+from protocol.decoder import Decoded, StreamDecoder
+from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
+from protocol.seqwindow import GAP, LATE, SEQ_MOD
+
+from ..timing.clock_model import MAX_PPM
+from ..timing.unwrap import unwrap
+from .linkstats import (
+    HUB_COUNTS,
+    WINDOW_S,
+    Findings,
+    Timing,
+    bad_frames,
+    capture_edges,
+    hub_count_problems,
+    reboot_problems,
+    report,
+    stall_problem,
+    trust_notes,
+    window_figure,
+)
+from .recording import joined_bytes
+
+WINDOW_US = int(WINDOW_S * 1e6)
+
+
+class HubClock:
+    """:func:`.recording.hub_clock_at` and the boot of every frame, chunk by chunk: each
+    boot's hub stamps unwrapped on from the last, carried on from where the boot before
+    ended, and a frame's hub clock the latest hub frame's at or before it."""
+
+    def __init__(self) -> None:
+        self.boots = 0  # boots started after the first, so far
+        self.last_id: int | None = None  # boot_id of the latest HELLO
+        self.reboots: list[dict[str, int]] = []  # where each boot after the first starts
+        self.hub_boot = -1  # boot of the latest hub frame
+        self.first = self.prev = 0  # its boot's first and latest unwrapped stamps
+        self.carried = 0  # the clock where the boots before it ended
+        self.last_t = self.now = 0  # the latest hub frame's clock (µs; 0 before the first)
+
+    def feed(self, decoded: Decoded) -> tuple[np.ndarray, np.ndarray]:
+        """(boot, hub clock in µs) of each frame of a feed, in order."""
+        frames = decoded.frames
+        offsets = frames["offset"]
+        starts = self._starts(decoded)
+        boot = self.boots + np.searchsorted(starts, offsets, side="right")
+        self.boots += len(starts)
+        hub = np.flatnonzero(np.isin(frames["status"], (OK, DUPLICATE)) & (frames["node"] == 0))
+        raw, their_boot = frames["t_us"][hub].astype(np.int64), boot[hub]
+        t = np.empty(len(hub), np.int64)
+        for b in np.unique(their_boot).tolist():
+            mine = their_boot == b
+            if b != self.hub_boot:  # a new boot: its clock goes on from the last one's end
+                stamps = unwrap(raw[mine], 32)
+                self.first, self.carried = int(stamps[0]), self.last_t
+            else:
+                stamps = unwrap(np.concatenate(([self.prev], raw[mine])), 32)[1:]
+            t[mine] = stamps - self.first + self.carried
+            self.prev, self.hub_boot, self.last_t = int(stamps[-1]), b, int(t[mine][-1])
+        at = np.searchsorted(offsets[hub], offsets, side="right") - 1
+        clock = np.full(len(frames), self.now, np.int64)  # before this feed's first hub frame
+        clock[at >= 0] = t[at[at >= 0]]
+        self.now = self.last_t
+        return boot, clock
+
+    def _starts(self, decoded: Decoded) -> np.ndarray:
+        """This feed's boot starts: HELLOs whose boot_id is not the one before."""
+        hello = decoded.tables.get("HELLO")
+        if hello is None or not len(hello):
+            return np.zeros(0, np.int64)
+        ids = hello["boot_id"].astype(np.int64)
+        before = np.concatenate(([ids[0] if self.last_id is None else self.last_id], ids[:-1]))
+        new = ids != before
+        self.last_id = int(ids[-1])
+        starts = hello["offset"][new].astype(np.int64)
+        self.reboots += [{"offset": int(o), "boot_id": int(i)}
+                         for o, i in zip(starts.tolist(), ids[new].tolist())]  # fmt: skip
+        return starts
+
+
+class _Windows:
+    """The drift windows of one node in one boot: samples kept until the window after
+    theirs is passed, then their figure (:func:`.linkstats.window_figure`)."""
+
+    def __init__(self, node: int, boot: int, h0: int, n0: int) -> None:
+        self.node, self.boot, self.h0, self.n_prev = node, boot, h0, n0
+        self.open: dict[int, list[list[float]]] = {}  # window -> [h, n, when] lists
+
+    def add(self, h: np.ndarray, n_raw: np.ndarray, when: np.ndarray, out: list) -> None:
+        n = unwrap(np.concatenate(([self.n_prev], n_raw)), 32)[1:]
+        self.n_prev = int(n[-1])
+        which = np.where(h < self.h0, 0, (h - self.h0) // WINDOW_US + 1)
+        for w in np.unique(which).tolist():
+            sel = which == w
+            kept = self.open.setdefault(w, [[], [], []])
+            for column, values in zip(kept, (h[sel], n[sel], when[sel])):
+                column.append(values)
+        self.close(int(which[-1]) - 1, out)
+
+    def close(self, below: float, out: list) -> None:
+        """The windows before ``below`` have all their samples: their figures to ``out``."""
+        for w in sorted(w for w in self.open if w < below):
+            h, n, when = (np.concatenate(c) for c in self.open.pop(w))
+            figure = window_figure(self.node, h, n, when, None, self.boot)
+            if figure is not None:
+                out.append(figure)
+
+
+class Tally:
+    """Everything ``stats`` reports on the hub's clock, folded in a feed at a time."""
+
+    def __init__(self, t_min_us: int) -> None:
+        self.t_min = np.float64(t_min_us) / 1e6
+        self.frames = 0
+        self.lo, self.hi = np.inf, -np.inf  # the good frames' times
+        self.bad: dict[int, tuple[list[int], list[float]]] = {}
+        self.types: dict[int, list[Any]] = {}  # node * 256 + type -> see _types
+        self.gaps: dict[int, list[list[Any]]] = {}  # node -> [offset, t, seq, gap, missing]
+        self.retx: dict[int, list[int]] = {}
+        self.beats: dict[int, dict[str, int]] = {}  # boot -> the hub's counts' maxima
+        self.first_count: dict[str, int] = {}
+        self.sync_boot, self.sync_prev = -1, 0  # the boot of the latest CLOCK_SYNC, its stamp
+        self.windows: dict[int, _Windows] = {}  # peer -> its windows in that boot
+        self.clocks: dict[int, list[list[float]]] = {}
+        self.first: tuple[np.void, bool] | None = None  # the first frame, joined mid-frame?
+
+    def feed(self, decoded: Decoded, boot: np.ndarray, hub_us: np.ndarray, first: int) -> None:
+        frames = decoded.frames
+        if not len(frames):
+            return
+        t_s = hub_us.astype(np.float64) / 1e6 - self.t_min
+        status = frames["status"]
+        is_bad = status >= BAD_COBS
+        if self.first is None:
+            self.first = (frames[0].copy(), bool(joined_bytes(frames[0], first)))
+            is_bad[0] &= not self.first[1]
+        self.frames += int(np.count_nonzero(status == OK))
+        good = np.isin(status, (OK, DUPLICATE, UNKNOWN))
+        if good.any():
+            self.lo, self.hi = min(self.lo, t_s[good].min()), max(self.hi, t_s[good].max())
+        for s in np.unique(status[is_bad]).tolist():
+            mine = is_bad & (status == s)
+            offsets, times = self.bad.setdefault(s, ([], []))
+            offsets += frames["offset"][mine].astype(int).tolist()
+            times += t_s[mine].tolist()
+        self._types(frames, t_s, boot)
+        self._seq(frames[good], t_s[good])
+        if (beats := decoded.tables.get("HEARTBEAT")) is not None:
+            self._beats(beats, boot[np.searchsorted(frames["offset"], beats["offset"])])
+        if (sync := decoded.tables.get("CLOCK_SYNC")) is not None:
+            i = np.searchsorted(frames["offset"], sync["offset"])
+            self._syncs(sync, boot[i], t_s[i])
+
+    def _types(self, frames: np.ndarray, t_s: np.ndarray, boot: np.ndarray) -> None:
+        """Per node and type: [frames, last time, last boot, longest gap, offset and time
+        of the frame after it]; a gap across a reboot counts 0 (the hub clock restarts)."""
+        good = np.isin(frames["status"], (OK, UNKNOWN))
+        key = frames["node"].astype(np.int64) * 256 + frames["msg_type"]
+        for k in np.unique(key[good]).tolist():
+            sel = good & (key == k)
+            t, b, offsets = t_s[sel], boot[sel], frames["offset"][sel]
+            entry = self.types.setdefault(k, [0, None, None, None, None, None])
+            if entry[1] is not None:
+                t, b = np.concatenate(([entry[1]], t)), np.concatenate(([entry[2]], b))
+                offsets = np.concatenate(([0], offsets))
+            gaps = np.diff(t)
+            gaps[b[1:] != b[:-1]] = 0
+            if len(gaps):
+                i = int(np.argmax(gaps))
+                if entry[3] is None or gaps[i] > entry[3]:
+                    entry[3:] = [float(gaps[i]), int(offsets[i + 1]), float(t[i + 1])]
+            entry[0] += int(sel.sum())
+            entry[1], entry[2] = t[-1], b[-1]
+
+    def _seq(self, good: np.ndarray, t_s: np.ndarray) -> None:
+        """Seq gaps per node, each filled by a late resend of a seq it covers (the nearest
+        gap before the resend that covers it: :func:`.linkstats._lost`)."""
+        marks = good["seq_mark"]
+        for i in np.flatnonzero((marks == GAP) | (marks == LATE)).tolist():
+            f = good[i]
+            gaps = self.gaps.setdefault(int(f["node"]), [])
+            if marks[i] == GAP:
+                gap = int(f["seq_gap"])
+                gaps.append([int(f["offset"]), float(t_s[i]), int(f["seq"]), gap, gap])
+                continue
+            for entry in reversed(gaps):
+                if (int(f["seq"]) - (entry[2] - entry[3])) % SEQ_MOD < entry[3]:
+                    entry[4] -= 1 if entry[4] else 0
+                    break
+        retx = good[(good["flags"] & FLAG_RETRANSMISSION) != 0]
+        for node in np.unique(retx["node"]).tolist():
+            offsets = retx["offset"][retx["node"] == node].astype(int).tolist()
+            self.retx.setdefault(node, []).extend(offsets)
+
+    def _beats(self, beats: np.ndarray, boot: np.ndarray) -> None:
+        for b in np.unique(boot).tolist():
+            maxima = self.beats.setdefault(b, {})
+            for name, _ in HUB_COUNTS:
+                top = int(beats[name][boot == b].max())
+                maxima[name] = max(maxima.get(name, top), top)
+        for name, _ in HUB_COUNTS:
+            nonzero = np.flatnonzero(beats[name])
+            if len(nonzero) and name not in self.first_count:
+                self.first_count[name] = int(beats["offset"][nonzero[0]])
+
+    def _syncs(self, sync: np.ndarray, boot: np.ndarray, when: np.ndarray) -> None:
+        """CLOCK_SYNC samples into their node's windows of their boot; a boot's windows are
+        all closed when the next boot's samples begin."""
+        for b in np.unique(boot).tolist():
+            mine = boot == b
+            raw = sync["t_us"][mine].astype(np.int64)
+            if b != self.sync_boot:
+                self._close_all()
+                h = unwrap(raw, 32)
+                self.sync_boot = b
+            else:
+                h = unwrap(np.concatenate(([self.sync_prev], raw)), 32)[1:]
+            self.sync_prev = int(h[-1])
+            peers, peer_t, at = sync["peer"][mine], sync["peer_t_us"][mine], when[mine]
+            for node in np.unique(peers).tolist():
+                if not 0 < node < len(MAX_PPM):
+                    continue  # no such clock (ICD §3): a stray peer number says nothing
+                sel = peers == node
+                if node not in self.windows:
+                    first_h = int(h[sel][0])
+                    self.windows[node] = _Windows(node, b, first_h, int(peer_t[sel][0]))
+                self.windows[node].add(
+                    h[sel], peer_t[sel].astype(np.int64), at[sel], self.clocks.setdefault(node, [])
+                )
+
+    def _close_all(self) -> None:
+        for node, windows in self.windows.items():
+            windows.close(np.inf, self.clocks.setdefault(node, []))
+        self.windows = {}
+
+    def findings(self, stats: Any, clock: HubClock, size: int, tail: int,
+                 continues: bool) -> Findings:  # fmt: skip
+        """The report's makings, once every feed is in."""
+        self._close_all()
+        timing = Timing(np.zeros(0), False)
+        joined = int(self.first[0]["length"]) if self.first and self.first[1] else 0
+        problems, notes = capture_edges(size, tail, joined, continues)
+        trust = trust_notes(stats, notes)
+        bad = bad_frames(self.bad, problems)
+        problems += reboot_problems(clock.reboots)
+        per_type = self._per_type()
+        beats = per_type.get(0, {}).get("HEARTBEAT")
+        totals = {name: sum(m[name] for m in self.beats.values()) for name, _ in HUB_COUNTS}
+        return Findings(
+            timing=timing,
+            span=float(self.hi - self.lo) if self.hi >= self.lo else 0.0,
+            frames=self.frames,
+            host_ppm={},
+            bad=bad,
+            reboots=clock.reboots,
+            per_type=per_type,
+            clocks={node: c for node, c in self.clocks.items() if c},
+            lost=self._lost(),
+            retx=self.retx,
+            latency={},
+            problems=problems,
+            notes=notes,
+            counted=hub_count_problems(totals, self.first_count) if self.beats else [],
+            dropped_at_join=0,
+            stall=stall_problem(beats, self._gap_end(0, "HEARTBEAT"), timing) if beats else None,
+            trust=trust,
+        )
+
+    def _per_type(self) -> dict[int, dict[str, Any]]:
+        span = float(self.hi - self.lo) if self.hi >= self.lo else 0.0
+        out: dict[int, dict[str, Any]] = {}
+        for k in sorted(self.types):
+            node, msg_type = divmod(k, 256)
+            n, _, _, gap, at, _ = self.types[k]
+            spec = BY_TYPE.get(msg_type)
+            out.setdefault(node, {})[spec.name if spec else f"0x{msg_type:02X}"] = {
+                "frames": n,
+                "rate_hz": float(n / span) if span > 0 else 0.0,
+                "max_gap_s": gap if gap is not None else 0.0,
+                "max_gap_at": at,
+            }
+        return out
+
+    def _gap_end(self, node: int, name: str) -> float:
+        key = node * 256 + BY_NAME[name].msg_type
+        end = self.types[key][5]
+        return end if end is not None else 0.0
+
+    def _lost(self) -> dict[int, dict[str, Any]]:
+        out = {}
+        for node in sorted(self.gaps):
+            kept = [g for g in self.gaps[node] if g[4] > 0]
+            if kept:
+                out[node] = {
+                    "count": sum(g[4] for g in self.gaps[node]),
+                    "offsets": [g[0] for g in kept],
+                    "times_s": [g[1] for g in kept],
+                    "missing": [g[4] for g in kept],
+                }
+        return out
+
+
+def stream_stats(read: Callable[[], Iterable[bytes]], *, continues: bool = False) -> dict[str, Any]:
+    """``link_stats`` of the capture ``read()`` yields in chunks (called twice), on the hub's
+    clock, in memory that does not grow with the capture."""
+    low = 0
+    clock, decoder = HubClock(), StreamDecoder()
+    seen = False
+    for chunk in read():
+        _, hub_us = clock.feed(decoder.feed(chunk))
+        if len(hub_us):
+            low = int(hub_us.min()) if not seen else min(low, int(hub_us.min()))
+            seen = True
+    clock, decoder = HubClock(), StreamDecoder()
+    tally = Tally(low)
+    size = tail = 0
+    first = -1
+    for chunk in read():
+        if first < 0 and chunk:
+            first = chunk[0]
+        end = chunk.rfind(b"\x00")
+        tail = len(chunk) - end - 1 if end >= 0 else tail + len(chunk)
+        size += len(chunk)
+        decoded = decoder.feed(chunk)
+        boot, hub_us = clock.feed(decoded)
+        tally.feed(decoded, boot, hub_us, first)
+    return report(tally.findings(decoder.stats(), clock, size, tail, continues))
