@@ -25,6 +25,7 @@ from .state import (
     FRAMES_SEEN,
     HISTORY,
     IN_SHOT,
+    ON,
     RING_FRAMES,
     RING_SEEN,
     SHOT_NUMBER,
@@ -91,11 +92,20 @@ def stop_watching(cushions: Cushions, disarm) -> None:
 
 
 @njit(cache=True)
-def arm_all_but_frozen(cushions: Cushions, frozen) -> None:
+def arm_all_but_frozen(table, cushions: Cushions, frozen, layout, tracker: Tracker) -> None:
     """A shot starts: every cushion a ball does not rest against (``frozen`` (16,) bits) is
-    armed for it."""
+    armed for it, but not one a ball still rolling from the last shot runs along, within
+    ``SOFT_ZONE_MM`` of its nose (``layout``: x, y, on at the tip): a touch needs a path
+    that reaches the cushion from off it, and that ball must leave it first (on the
+    virtual table's busy hour, a ball that had touched cushion 0 at 0.014 m/s and rolled
+    on along it was given a second touch in the next shot, from its frames' noise)."""
     for b in range(BALLS):
-        cushions.watch[b, WATCH_ARMED] = ALL_CUSHIONS & ~frozen[b]
+        armed = ALL_CUSHIONS & ~frozen[b]
+        if layout[b, ON] > 0 and tracker.rest_frames[b] == 0:  # on the table, moving
+            for c in range(CUSHIONS):
+                if nose_gap(table, c, layout[b, X], layout[b, Y]) <= SOFT_ZONE_MM:
+                    armed &= ~(np.int64(1) << c)
+        cushions.watch[b, WATCH_ARMED] = armed
 
 
 @njit(cache=True)
