@@ -10,7 +10,9 @@ reported either way.  A report of a ball too slow to be sure it will not
 stop within that 1 mm is held until the tracker shows the ball clear of
 the line, or at rest: then its averaged rest position settles the crossing
 where it is decisive, and the event says ``certain: false`` where neither
-is (:func:`judge_lines`, :func:`decide_line`).
+is (:func:`judge_lines`, :func:`decide_line`).  A report of no crossing (a
+return) is always held: a ball the tracker then shows clear of the line on
+the side it did not come from crossed it, whatever the report said.
 """
 
 from __future__ import annotations
@@ -100,11 +102,14 @@ def may_stop_on_line(shot: Shot, ball) -> bool:
 def line_report(shot: Shot, lines: Lines, out: Out, hub_t, line, direction, ball):
     """A curtain report (direction 0/1 a crossing, 2 none) of ``ball`` (-1: not known).
 
-    Emitted at once (a crossing) or dropped (a touch), unless the tracker
-    cannot yet rule out that the ball stops within the curtain's ambiguity:
-    then it is held (``lines.held``) for :func:`judge_lines`.
+    A crossing is emitted at once unless the tracker cannot yet rule out
+    that the ball stops within the curtain's ambiguity; a return of a known
+    ball is always held: the side the tracker then shows it clear on says
+    whether it crossed (:func:`_clear`: the report may be one turned for a
+    stop long after).  Held reports (``lines.held``) wait for
+    :func:`judge_lines`.
     """
-    if ball < 0 or not may_stop_on_line(shot, ball):
+    if ball < 0 or (direction <= 1 and not may_stop_on_line(shot, ball)):
         if direction <= 1:
             emit(out, shot, hub_t, EV_LINE_CROSS, ball, line, direction, 0, 0, 0)
         return
@@ -131,8 +136,11 @@ def line_state(tracker: Tracker, newest, ball, line_at, came_from, force):
     n, x = tracker.rest_frames[ball], tracker.rest_xy[ball, X]
     if n == 0:
         if tracker.frame_moving[newest, ball]:  # on its way: clear of the ambiguity, or at the line
-            clear = abs(tracker.frame_xy[newest, ball, X] - line_at) > LINE_ZONE_MM
-            return (AS_SAID if clear or force else WAIT), 0
+            off = tracker.frame_xy[newest, ball, X] - line_at
+            if abs(off) <= LINE_ZONE_MM:
+                return (AS_SAID if force else WAIT), 0
+            side = 1 if off > 0 else -1
+            return _clear(came_from, side), side
         if not force:
             return WAIT, 0  # its first still frame: averaged from the next
         n, x = 1, tracker.frame_xy[newest, ball, X]
@@ -140,12 +148,24 @@ def line_state(tracker: Tracker, newest, ball, line_at, came_from, force):
     off = abs(x - line_at)
     side = 1 if x >= line_at else -1
     if off > LINE_EITHER_WAY_MM + DECISIVE_SIGMAS * se:
-        return AS_SAID, side  # stopped clear of the curtain's ambiguity: its reading stands
+        return _clear(came_from, side), side  # stopped clear of the curtain's ambiguity
     if off > DECISIVE_SIGMAS * se:
         return (BY_TRACKER if came_from != 0 else UNDECIDED), side
     if force or n >= REST_AVERAGE_FRAMES or (tracker.frame_moving[newest, ball] and n >= 2):
         return UNDECIDED, side  # no more to learn: averaged all it can, or struck again
     return WAIT, side
+
+
+@njit(cache=True, inline="always")
+def _clear(came_from, side):
+    """A held report whose ball is clear of the line on ``side``: as the curtain said it,
+    unless the ball came from the other side (``came_from``), where it crossed, whatever
+    the report said.  ICD §7 lets a curtain turn a report either way only when its ball
+    stops within 1 mm of the line, and the sensor model turns a ball's last report on a
+    line whose stop is there, however long before (pooltool seed 40 shot 9: a
+    crossing read as a return, its ball running on 40 mm past the line, was no crossing
+    and a legal 20(4)(b) read 20(2)(b))."""
+    return BY_TRACKER if came_from != 0 and side != came_from else AS_SAID
 
 
 @njit(cache=True)

@@ -129,7 +129,9 @@ def new_shot(state: FusionState, out: Out, hub_t, duration, tracked):
         return
     write_layout(tracker, state.table, shot.layout_before, shot.frozen_before, 0, hub_t)
     shot.state[STRUCK_UNKNOWN] = 1
-    arm_all_but_frozen(state.cushions, shot.frozen_before[0])
+    arm_all_but_frozen(
+        state.table, state.cushions, shot.frozen_before[0], shot.layout_before[0], tracker
+    )
     early = struck(state, out, hub_t - CUE_GRACE_US)
     if early >= 0:
         state.motion.moved[early, MOVED_SEEN_T] = -1

@@ -25,6 +25,7 @@ from .state import (
     FRAMES_SEEN,
     HISTORY,
     IN_SHOT,
+    ON,
     RING_FRAMES,
     RING_SEEN,
     SHOT_NUMBER,
@@ -91,11 +92,20 @@ def stop_watching(cushions: Cushions, disarm) -> None:
 
 
 @njit(cache=True)
-def arm_all_but_frozen(cushions: Cushions, frozen) -> None:
+def arm_all_but_frozen(table, cushions: Cushions, frozen, layout, tracker: Tracker) -> None:
     """A shot starts: every cushion a ball does not rest against (``frozen`` (16,) bits) is
-    armed for it."""
+    armed for it, but not one a ball still rolling from the last shot runs along, within
+    ``SOFT_ZONE_MM`` of its nose (``layout``: x, y, on at the tip): a touch needs a path
+    that reaches the cushion from off it, and that ball must leave it first (on the
+    virtual table's busy hour, a ball that had touched cushion 0 at 0.014 m/s and rolled
+    on along it was given a second touch in the next shot, from its frames' noise)."""
     for b in range(BALLS):
-        cushions.watch[b, WATCH_ARMED] = ALL_CUSHIONS & ~frozen[b]
+        armed = ALL_CUSHIONS & ~frozen[b]
+        if layout[b, ON] > 0 and tracker.rest_frames[b] == 0:  # on the table, moving
+            for c in range(CUSHIONS):
+                if nose_gap(table, c, layout[b, X], layout[b, Y]) <= SOFT_ZONE_MM:
+                    armed &= ~(np.int64(1) << c)
+        cushions.watch[b, WATCH_ARMED] = armed
 
 
 @njit(cache=True)
@@ -224,6 +234,7 @@ def _soft_watch(table, tracker: Tracker, hit_t, shot: Shot, cushions: Cushions, 
     watch[WATCH_SINCE] = since
     tau = np.empty(RING_FRAMES)
     gap = np.empty(RING_FRAMES)
+    along = np.empty(RING_FRAMES)
     m = _gaps(
         table,
         tracker,
@@ -233,6 +244,7 @@ def _soft_watch(table, tracker: Tracker, hit_t, shot: Shot, cushions: Cushions, 
         max(since - SOFT_PRE_US, hit_t[ball]),
         tau,
         gap,
+        along,
     )
     if m < SOFT_PRE_FRAMES + SOFT_POST_FRAMES:
         return
@@ -240,7 +252,7 @@ def _soft_watch(table, tracker: Tracker, hit_t, shot: Shot, cushions: Cushions, 
     work = np.empty((3, 3, 3))  # fit_apex's scratch: up to 160 fits a frame, none allocating
     best_tc = _best_apex(tau, gap, m, newest_t, watch, best, work)
     since = watch[WATCH_SINCE]
-    if not _decisive(best, best_tc, tau[m - 1]):
+    if not _decisive(best, best_tc, tau, along, m):
         return  # not decisive (yet)
     # a touch: timed by the fit through gap 0
     fit = np.empty(N_FIT)
@@ -258,10 +270,10 @@ def _soft_watch(table, tracker: Tracker, hit_t, shot: Shot, cushions: Cushions, 
 
 
 @njit(cache=True, inline="always")
-def _gaps(table, tracker: Tracker, ball, cushion, newest_t, earliest_t, tau, gap):
-    """The ball's gaps to the cushion's nose (``gap``, mm) at the ring's frames from
-    ``earliest_t`` on where it was seen, newest first (``tau``: ms before ``newest_t``);
-    returns how many."""
+def _gaps(table, tracker: Tracker, ball, cushion, newest_t, earliest_t, tau, gap, along):
+    """The ball's gaps to the cushion's nose (``gap``, mm) and its place along the cushion
+    (``along``, mm) at the ring's frames from ``earliest_t`` on where it was seen, newest
+    first (``tau``: ms before ``newest_t``); returns how many."""
     ring = tracker.state[RING_SEEN]
     m = 0
     for q in range(min(ring, RING_FRAMES)):
@@ -273,6 +285,8 @@ def _gaps(table, tracker: Tracker, ball, cushion, newest_t, earliest_t, tau, gap
             if np.isfinite(g):
                 tau[m] = (tracker.ring_t[i] - newest_t) / 1000.0  # ms, newest first
                 gap[m] = g
+                across = cushion == 0 or cushion == 3  # the piece runs along y
+                along[m] = tracker.ring_xy[i, ball, Y] if across else tracker.ring_xy[i, ball, X]
                 m += 1
     return m
 
@@ -309,15 +323,50 @@ def _best_apex(tau, gap, count, newest_t, watch, best, work):
 
 
 @njit(cache=True, inline="always")
-def _decisive(best, best_tc, oldest_tau) -> bool:
+def _decisive(best, best_tc, tau, along, count) -> bool:
     """The best apex fit shows a touch: enough frames either side, the apex at the nose
-    (``SOFT_Z``, ``SOFT_NEAR_Z``) and an approach faster than a ball rolling to a stop."""
+    (``SOFT_Z``, ``SOFT_NEAR_Z``) and an approach faster than a ball rolling to a stop.
+
+    A rolling ball runs straight and slows along its path: its approach to the cushion
+    slows by the cloth's resistance times the sine of its angle to the cushion.  A ball
+    gliding along the cushion (its speed along it shown over the approach, ``along``)
+    cannot lose a decisive approach short of the nose without stopping, so only that
+    part of the allowance is made: the path's geometry needs the cushion (pooltool seed
+    5 shot 5: 0.02 m/s into cushion 4 at 0.25 m/s along it, judged against a ball
+    rolling head-on to a stop, was no touch and a false foul 20)."""
     if best[FT_SSR] == np.inf or best[FT_POST] < SOFT_POST_FRAMES or best[FT_PRE] < SOFT_PRE_FRAMES:
         return False
     h, se_h = best[FT_H], best[FT_SE_H]
-    stopping = ROLL_DECEL_MM_PER_MS2 * (best_tc - oldest_tau) / 2
+    a_in = best[FT_IN]
+    glide = _along_speed(tau, along, count, best_tc)
+    sine = a_in / np.hypot(a_in, glide) if a_in > 0.0 else 1.0
+    stopping = ROLL_DECEL_MM_PER_MS2 * (best_tc - tau[count - 1]) / 2 * sine
     return not (
         h - SOFT_Z * se_h > 0.0
         or h + SOFT_NEAR_Z * se_h > SOFT_NEAR_MM
-        or best[FT_IN] < SOFT_Z * best[FT_SE_IN] + stopping
+        or a_in < SOFT_Z * best[FT_SE_IN] + stopping
     )
+
+
+@njit(cache=True, inline="always")
+def _along_speed(tau, along, count, apex_ms) -> float:
+    """The ball's speed along the cushion (mm/ms) over its frames before the apex, at least:
+    the straight-line slope of ``along`` less ``SOFT_Z`` of its standard error (0 when
+    that is not decisively above 0)."""
+    n = st = sa = 0.0
+    for i in range(count):
+        if tau[i] <= apex_ms:
+            n += 1.0
+            st += tau[i]
+            sa += along[i]
+    if n < SOFT_PRE_FRAMES:
+        return 0.0
+    mt, ma = st / n, sa / n
+    stt = sta = 0.0
+    for i in range(count):
+        if tau[i] <= apex_ms:
+            stt += (tau[i] - mt) ** 2
+            sta += (tau[i] - mt) * (along[i] - ma)
+    if stt <= 0.0:
+        return 0.0
+    return max(abs(sta / stt) - SOFT_Z * TRACK_SIGMA_MM / np.sqrt(stt), 0.0)

@@ -383,6 +383,34 @@ def test_twin_a_ball_stopping_1mm_before_the_line_did_not_cross(reading):
     assert [v[:3] for v in verdicts(events)] == [(1, "foul", ["20"])]
 
 
+@pytest.mark.parametrize(
+    ("past_mm", "crossed"),
+    [(4.0, True), (30.0, True), (-4.0, False)],
+    ids=["slow-over", "fast-over", "short"],
+)
+def test_a_crossing_read_as_a_return_is_a_crossing_when_the_tracker_shows_the_ball_past_it(
+    past_mm, crossed
+):
+    """Issue 28 (pooltool seeds 35, 40, 55): a curtain may turn a report either way when its
+    ball stops within 1 mm of the line (ICD §7), and the sensor model turns a ball's last
+    report on a line whose stop is there, however long before.  A slow ball read as a
+    return (direction 2) that the tracker then shows clear of the line on the other side
+    (at rest 4 mm past it, beyond the curtain's 1 mm and the tracker's noise; or running
+    on at 0.2 m/s to stop 30 mm past) crossed it (20(4)(a)); the report was kept as said,
+    or dropped at once for a ball too fast to stop on the line, and a legal shot became
+    foul 20.  Twin: stopping 4 mm short, read the same, it did not cross."""
+    events = creeping_over_the_line(past_mm, 2).events()
+    crossings = of(events, "line_cross")
+    if crossed:
+        (cross,) = crossings
+        assert (cross["ball"], cross["line"], cross["direction"]) == (4, "centre", "back")
+        assert "certain" not in cross
+        assert verdicts(events) == [(1, "legal", [], "20(4)(a)")]
+    else:
+        assert not crossings
+        assert [v[:3] for v in verdicts(events)] == [(1, "foul", ["20"])]
+
+
 def test_a_stop_on_the_line_neither_sensor_can_settle_is_left_to_the_referee():
     """0.05 mm past: inside the curtain's ambiguity and within 4 standard errors of 256
     tracker frames (0.18 mm): the crossing is written ``certain: false`` and the clause

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_fusion_edges import FULL, MINIMUM, Path, R, Story, of, unit, verdicts
+from test_fusion_edges import FULL, MINIMUM, D, Path, R, Story, of, unit, verdicts
 
 T0 = 1_000_000.0  # the tip contact
 DECEL = 1e-10  # mm/µs²: 0.1 m/s², a rolling ball slowing on the cloth
@@ -181,3 +181,67 @@ def test_a_frozen_ball_driven_into_its_cushion_hits_it_after_the_contact(click_a
         assert kinds == ["ball_contact", "cushion"]
     else:
         assert hit["t_us"] == round(tc - 30)
+
+
+# ------------------------------------------------ a glancing touch: the path needs the cushion
+
+
+def glancing(normal_mps: float, short_mm: float, seed: int) -> tuple[Story, float]:
+    """Ball 0 full into ball 7, which runs into cushion 1 (reported) and then glances cushion
+    0 at 0.25 m/s along it, ``normal_mps`` across it (under the rails' 0.05 m/s), leaving at
+    0.3 of that: 20(2)(a) if it touched.  ``short_mm``: its path turns away that far short of
+    the nose instead (no touch).  Returns the story and when it touches (or turns)."""
+    along = 0.25e-3  # mm/µs
+    d2 = unit(-normal_mps / 0.25, 1.0)
+    d3 = unit(0.3 * normal_mps / 0.25, 1.0)
+    at1 = (R + short_mm + 40.0, R)
+    d1 = unit(-0.3, -1.0)
+    p7 = (at1[0] - 300 * d1[0], at1[1] - 300 * d1[1])
+    touch0 = (p7[0] - D * d1[0], p7[1] - D * d1[1])
+    p0 = (p7[0] - 400 * d1[0], p7[1] - 400 * d1[1])
+    tc = T0 + 400 / 1e-3
+    t1 = tc + 300 / 0.9e-3
+    run = 40.0 / -d2[0]
+    at2 = (at1[0] + run * d2[0], at1[1] + run * d2[1])
+    t2 = t1 + run / along
+    end = (at2[0] + 300 * d3[0], at2[1] + 300 * d3[1])
+    path7 = [(tc, *p7), (t1, *at1), (t2, *at2), (t2 + 300 / along, *end)]
+    balls = {
+        0: Path((T0, *p0), (tc, *touch0), (tc + 200_000, touch0[0] + 2.0, touch0[1] + 2.0)),
+        7: Path(*path7),
+    }
+    s = Story(FULL, seed=seed)
+    s.film(balls, 300_000, path7[-1][0] + 1_500_000)
+    s.report(T0 + 4, "CUE_CONTACT", duration_us=1200, peak_force_dn=300)
+    s.click(tc, touch0, p7)
+    s.report(t1 + 30, "CUSHION_HIT", cushion=1, pos_mm=round(at1[0]), amplitude=1500)
+    return s, t2
+
+
+@pytest.mark.parametrize(
+    ("short_mm", "touched"), [(0.0, True), (1.5, False)], ids=["touch", "twin-1.5mm-short"]
+)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_glancing_touch_is_judged_on_the_path_not_on_a_ball_rolling_to_a_stop(
+    short_mm, touched, seed
+):
+    """Issue 28 (pooltool seed 5 shot 5): a ball gliding along a cushion at 0.25 m/s touched
+    it at 0.018 m/s across.  Its approach was held against a ball rolling head-on to a stop
+    there, which may slow by the cloth's resistance over the whole fitted span: not
+    decisive, no touch, and a legal 20(2)(a) became foul 20.  A ball rolling straight loses
+    its approach only as fast as its speed, and this one kept 0.25 m/s: only the
+    approach's share of the resistance is allowed.  Twin: the same path turning away 1.5 mm
+    short of the nose touched nothing: no touch is written, and the shot is not legal."""
+    s, t_touch = glancing(0.018, short_mm, seed)
+    events = s.events()
+    at0 = [e for e in of(events, "cushion") if e["cushion"] == 0]
+    if touched:
+        (touch,) = at0
+        assert (touch["ball"], touch["source"], touch["shot"]) == (7, "tracker", 1)
+        assert abs(touch["t_us"] - t_touch) < 20_000
+        assert verdicts(events) == [LEGAL]
+    else:
+        assert at0 == []
+        # no touch: foul 20, or the referee's where the noisy paths turn within reach of
+        # the nose (the rules call no foul from a touch the paths allow)
+        assert [v[:3] for v in verdicts(events)] in ([FOUL[:3]], [(1, "referee", ["20"])])
