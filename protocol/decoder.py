@@ -34,6 +34,7 @@ from .catalogue import (
     Header,
     crc32,
 )
+from .crc import CRC_TABLES
 from .framing import (
     BadFrame,
     Message,
@@ -84,7 +85,7 @@ for _lay in all_layouts():
 #: forger can imitate (ICD §9); a conflict on a wired node is counted and shown all the same.
 _RADIO_NODES = np.zeros(256, np.int64)
 _RADIO_NODES[[NODE_IDS["cue"], NODE_IDS["keypad"]]] = 1
-_CHECKS = k.FrameChecks(rules=_RULES, crc_tables=k.CRC_TABLES, rate_limits=ratelimit.LIMITS)
+_CHECKS = k.FrameChecks(rules=_RULES, crc_tables=CRC_TABLES, rate_limits=ratelimit.LIMITS)
 _NAMES = {spec.msg_type: spec.name for spec in BY_TYPE.values()}
 #: Every record starts with the prefix and the header (protocol.layout): their places
 _HEAD = len(RECORD_PREFIX) + len(Header.subcons)

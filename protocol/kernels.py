@@ -61,7 +61,7 @@ class FrameChecks(NamedTuple):
 
     ``rules``: int64 (256, 6), per msg_type the payload-length rule
     (:func:`protocol.layout.rule_table`, columns ``_KNOWN`` … ``_MAX_ITEMS``).
-    ``crc_tables``: uint32 (8, 256), the slicing-by-8 tables (:data:`CRC_TABLES`).
+    ``crc_tables``: uint32 (8, 256), the slicing-by-8 tables (``protocol.crc.CRC_TABLES``).
     ``rate_limits``: int64 (``ratelimit.CLASSES``, 3), each class's rate, burst and calm
     time (:data:`protocol.ratelimit.LIMITS`).
     """
@@ -127,25 +127,9 @@ class FrameTables(NamedTuple):
     raw: np.ndarray
 
 
-def crc_tables() -> np.ndarray:
-    """Slicing-by-8 tables for CRC-32/ISO-HDLC (reflected 0xEDB88320)."""
-    t = np.zeros((8, 256), dtype=np.uint32)
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        t[0, i] = c
-    for k in range(1, 8):
-        t[k] = (t[k - 1] >> 8) ^ t[0][t[k - 1] & 0xFF]
-    return t
-
-
-CRC_TABLES = crc_tables()
-
-
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def crc32(buf: np.ndarray, start: int, n: int, t: np.ndarray) -> np.uint32:
-    """CRC-32/ISO-HDLC (zlib's) of buf[start : start + n], with tables ``t`` from :func:`crc_tables`.
+    """CRC-32/ISO-HDLC (zlib's) of buf[start : start + n], with tables ``t`` from ``protocol.crc``.
 
     The frame trailer is this CRC, so it decides whether a frame's bytes
     arrived as sent.  Slicing-by-8 folds eight bytes per step (one table

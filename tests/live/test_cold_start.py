@@ -289,7 +289,8 @@ def test_the_workers_twins_keep_what_the_kernels_keep() -> None:
     from firmware_host.fusion import paths
     from firmware_host.live.interpreted import crc32 as crc32_twin
     from firmware_host.live.interpreted import farthest
-    from protocol.kernels import CRC_TABLES, crc32
+    from protocol.crc import CRC_TABLES
+    from protocol.kernels import crc32
 
     def simplify_twin(x, y, tol, keep):  # the kernel's own loop, run as Python, with the twin
         simplify = paths.simplify.py_func

@@ -64,6 +64,11 @@ class Turns(Listener):
     def on_turn(self, now_ns: int) -> None:
         self.at.append(now_ns)
 
+    def gaps_ms(self, since_ns: int, until_ns: int) -> np.ndarray:
+        at = np.array(self.at)
+        at = at[(at >= since_ns) & (at <= until_ns)]
+        return np.diff(at) / 1e6
+
 
 class Stopwatch:
     """Told a line first and last of the sinks before the lamp: how long the sinks took."""
