@@ -299,20 +299,26 @@ def _live(data: bytes) -> None:
     pipe.flush()
 
 
+#: The link tools' text kernel (``decode``'s listing), reached by name as :func:`kernels` reaches
+#: every kernel module: the daemon's room imports no tool above it.
+TEXT_LINES = "firmware_host.linktools.textlines"
+
+
 def _replay_and_batch(data: bytes) -> None:
+    import importlib
+
     import numpy as np
 
     from protocol.decoder import StreamDecoder, decode_capture
 
     from ..fusion.stream import events_from_capture
-    from ..linktools.textlines import TextLines
     from ..pipeline import replay
 
     replay(data)
     events_from_capture(data)
     decode_capture(np.frombuffer(data, np.uint8).copy())  # a writable array: its own type
     decoded = StreamDecoder().feed(data)  # as `decode` reads: bytes
-    TextLines().lines(decoded.frames, decoded.tables)
+    importlib.import_module(TEXT_LINES).TextLines().lines(decoded.frames, decoded.tables)
 
 
 def _tools() -> None:
