@@ -96,14 +96,16 @@ def _placed(groups: list[Group], dpi: float) -> list[Group]:
         done: list[Group] = []
         for g in sorted(groups, key=lambda g: not g.first):
             sides = SIDES[2:] + SIDES[:2] if g.first else SIDES
+            in_way: list[Group] = []  # the markers (not the first contact's) on any side
             for side in sides:
                 g.side = side
                 box = g.box(dpi)
                 blocking = [d for d in done if _overlap(box, d.box(dpi))]
                 if not blocking:
                     break
+                in_way += [d for d in blocking if not d.first and d not in in_way]
             else:
-                into = next((d for d in blocking if not d.first), None)
+                into = in_way[0] if in_way else None
                 if into is not None:
                     into.numbers += g.numbers
                     into.points += g.points
