@@ -197,8 +197,8 @@ class Decoded:
     conflicts: list[Conflict] = field(default_factory=list)  # seq reused, other content
     #: the frames where a node's flood starts or ends (``rate`` FLOOD or CALM): a few rows
     marks: np.ndarray = field(default_factory=lambda: np.zeros(0, FRAME_DTYPE))
-    #: the bodies of the frames a rate limit dropped (their ``row``), parsed only by items()
-    over_rate_bodies: np.ndarray | None = None
+    #: the frames a rate limit dropped (row of an OVER_RATE frame), parsed when asked for
+    over_rate: Sequence[OverRate] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -225,8 +225,7 @@ class Decoded:
         if k.UNSIGNED <= status <= k.REPLAYED:
             return self.refused[int(f["row"])]
         if status == k.OVER_RATE:
-            assert self.over_rate_bodies is not None
-            return OverRate(_parse_kept(f, self.over_rate_bodies))
+            return self.over_rate[int(f["row"])]
         return BadFrame(STATUS_NAMES[status], int(f["offset"]), int(f["length"]))
 
 
@@ -366,7 +365,7 @@ class StreamDecoder:
         duplicates = KeptFrames(frames, out.raw, k.DUPLICATE, Retransmission)
         rate = frames["rate"]
         marks = frames[(rate == ratelimit.FLOOD) | (rate == ratelimit.CALM)]
-        dropped = out.raw if np.any(frames["status"] == k.OVER_RATE) else None
+        dropped = KeptFrames(frames, out.raw, k.OVER_RATE, OverRate)
         return Decoded(
             frames,
             tables,
