@@ -133,7 +133,7 @@ def test_a_stalled_pipeline_stops_the_watchdog_pings_and_they_resume_after(manag
     assert len(stalled) == 2, "no verdict came to stall on"
     ready = manager.times("READY=1")
     pings = manager.times("WATCHDOG=1")
-    assert ready and ready[0] <= pings[0]
+    assert ready and ready[0] < stalled[0]  # READY while the match went on (a ping may come first)
     during = [t for t in pings if stalled[0] + 0.05 < t < stalled[1] - 0.05]
     assert during == [], f"pinged while the pipeline was stalled: {during}"
     before = [t for t in pings if t < stalled[0]]
