@@ -12,7 +12,7 @@ the second core, and then beside the tests, the fuzzer's bounds-checked
 kernels are compiled into their own cache (test_frame_fuzz.py, run last:
 the other few minutes of compiling on CI).
 
-The suite runs on a worker a core, a test file to a worker (``--dist
+The suite runs on two workers a core (most tests wait on a clock), a test file to a worker (``--dist
 loadfile``), so its wall time is bounded by whichever worker ends last.  xdist would hand
 out the files with the most tests first, which left the slowest files (the
 Dask season, the bounds-checked fuzzer: one or two tests each) to the end,
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import os
 import subprocess
 import sys
 import time
@@ -45,6 +46,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "last: this file waits for what the session's start began; run it last"
     )
+
+
+WORKERS_PER_CORE = 2
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: two workers a core.  Measured on 2 cores (README, "Tests"): one worker a
+    core kept the CPU 66 % busy, the workers waiting on matches played at real time, brokers
+    and browsers; two a core fill that wait.  ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still rules."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    return WORKERS_PER_CORE * len(os.sched_getaffinity(0))
 
 
 def _order(item: pytest.Item) -> tuple[bool, float]:

@@ -23,6 +23,8 @@ from hil_tests.make_corpus import dump
 from hil_tests.plugin import DEFAULT_CORPUS
 from hil_tests.verdicts import decided, final_verdicts
 
+pytestmark = pytest.mark.wall_s(20)  # alone, on an idle core: run first (conftest.py)
+
 CAPTURE = "double_hit.minimum"  # small (tens of kB), and a shot every sensor set decides
 LAB = "lab_capture"  # its name in the pytester corpus
 LIVE_TESTS = Path(__file__).with_name("test_live.py")

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from proc_util import children as child_pids
 
+pytestmark = pytest.mark.wall_s(95)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 READERS = ("decode", "events", "replay", "judge")
 

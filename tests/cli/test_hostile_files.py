@@ -26,6 +26,8 @@ from proc_util import ROOT, run_cli
 from firmware_host.cli.main import main
 from protocol.framing import encode_frame
 
+pytestmark = pytest.mark.wall_s(35)  # alone, on an idle core: run first (conftest.py)
+
 MEMORY = 2 << 30  # a command reading /dev/zero to its end would pass this and be stopped
 
 

@@ -18,7 +18,7 @@ from firmware_host.virtual_table.scenarios import random_match
 from firmware_host.virtual_table.truth import MatchTruth
 from protocol.decoder import StreamDecoder
 
-pytestmark = pytest.mark.wall_s(120)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(30)  # alone, on an idle core: run first (conftest.py)
 
 
 @cache

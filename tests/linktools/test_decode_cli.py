@@ -12,6 +12,8 @@ import pytest
 from firmware_host.cli.main import main
 from protocol.catalogue import MESSAGES
 
+pytestmark = pytest.mark.wall_s(15)  # alone, on an idle core: run first (conftest.py)
+
 
 def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(

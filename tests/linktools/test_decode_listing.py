@@ -21,6 +21,8 @@ from proc_util import run_cli as cli
 from firmware_host.link.recorder import RX_TIMES_DTYPE
 from protocol.framing import build_body, encode_frame
 
+pytestmark = pytest.mark.wall_s(40)  # alone, on an idle core: run first (conftest.py)
+
 HUB0_US = 1_000_000  # the hub's clock at the capture's t = 0
 TRACKER0_US, TRACKER_PPM = 3_000_000_000, 30.0  # far from the hub's clock, and fast
 RAILS0_US, RAILS_PPM = 500_000, -20.0

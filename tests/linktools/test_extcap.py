@@ -25,6 +25,8 @@ from test_linktools_wireshark import find, one, shown_fields
 from firmware_host.commands.extcap import LAUNCHER, extcap_folder
 from firmware_host.linktools.pcap import LINK_HEADER
 
+pytestmark = pytest.mark.wall_s(15)  # alone, on an idle core: run first (conftest.py)
+
 CAPTURE_S = 5
 
 

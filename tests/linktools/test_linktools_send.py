@@ -15,7 +15,7 @@ from firmware_host.virtual_table.hub import HubConfig, Wire, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 from firmware_host.virtual_table.scenarios import random_match
 
-pytestmark = pytest.mark.wall_s(50)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(5)  # alone, on an idle core: run first (conftest.py)
 
 MINUTES = 0.5
 

@@ -20,7 +20,7 @@ from protocol.catalogue import BY_NAME
 from protocol.decoder import decode_capture
 from protocol.framing import encode_frame
 
-pytestmark = pytest.mark.wall_s(60)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(20)  # alone, on an idle core: run first (conftest.py)
 
 FAULTS = "stall@40-43,garbage@60,drop@80,reboot@100"
 HELLO, HEARTBEAT = BY_NAME["HELLO"].msg_type, BY_NAME["HEARTBEAT"].msg_type

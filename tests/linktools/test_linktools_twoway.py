@@ -19,6 +19,8 @@ from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from protocol.framing import encode_frame
 
+pytestmark = pytest.mark.wall_s(15)  # alone, on an idle core: run first (conftest.py)
+
 
 def ping(seq: int, flags: int = 0) -> bytes:
     return encode_frame("PING", node=0x80, seq=seq, t_us=seq, flags=flags, token=seq)

@@ -20,6 +20,8 @@ from proc_util import run_cli as cli
 from protocol.catalogue import MESSAGES
 from protocol.framing import encode_frame
 
+pytestmark = pytest.mark.wall_s(20)  # alone, on an idle core: run first (conftest.py)
+
 
 @pytest.fixture(autouse=True)
 def _tshark() -> None:

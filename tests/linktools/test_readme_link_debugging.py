@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from outside_parts import require
 
-pytestmark = pytest.mark.wall_s(45)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(35)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = re.compile(r"^## Debugging the serial link\n(.*?)^## ", re.DOTALL | re.MULTILINE)

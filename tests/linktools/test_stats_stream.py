@@ -20,7 +20,7 @@ from firmware_host.linktools.linkstats import link_stats
 from firmware_host.linktools.statstream import stream_stats
 from protocol.framing import encode_frame
 
-pytestmark = pytest.mark.wall_s(90)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(20)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "hil_tests" / "corpus"

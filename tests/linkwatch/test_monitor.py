@@ -34,7 +34,7 @@ from firmware_host.virtual_table.sensors import DAMAGED
 from protocol.catalogue import BY_TYPE, FLAG_RETRANSMISSION, NODE_IDS, NODE_NAMES
 from protocol.framing import encode_frame
 
-pytestmark = pytest.mark.wall_s(55)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(65)  # alone, on an idle core: run first (conftest.py)
 
 RATE_TOLERANCE = 0.05  # the bound on a shown rate against the true one
 STEADY_FRAMES = 10  # rows with at least this many frames in the window are periodic

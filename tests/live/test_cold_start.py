@@ -32,7 +32,7 @@ from firmware_host.live.engine import ColdStart, Compiled, FrameSniffer, heard_f
 from firmware_host.live.interpreted import TWINS
 from protocol.framing import encode_frame
 
-pytestmark = pytest.mark.wall_s(65)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(45)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_SILENCE_S = 5.0

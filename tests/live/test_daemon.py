@@ -26,6 +26,8 @@ from firmware_host.virtual_table.peer import VirtualHub
 from protocol.catalogue import INDICATOR_STATES
 from rules import indicator_for
 
+pytestmark = pytest.mark.wall_s(30)  # alone, on an idle core: run first (conftest.py)
+
 
 def verdicts(lines):
     return [(v["shot"], v["verdict"], v["rules"]) for v in lines if v["kind"] == "verdict"]

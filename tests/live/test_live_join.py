@@ -13,6 +13,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from firmware_host.live.daemon import Daemon
 from firmware_host.pipeline import replay
@@ -21,6 +22,8 @@ from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.match import random_match
 from firmware_host.virtual_table.peer import VirtualHub
 from protocol.decoder import decode_capture
+
+pytestmark = pytest.mark.wall_s(30)  # alone, on an idle core: run first (conftest.py)
 
 SPEED = 4.0
 JOIN_S = 20.0

@@ -30,7 +30,7 @@ from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 from protocol.catalogue import INDICATOR_STATES
 
-pytestmark = pytest.mark.wall_s(75)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(65)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEED = 10.0

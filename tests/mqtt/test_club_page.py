@@ -18,7 +18,7 @@ from club_util import Subscriber, as_printed, command, page_url, running_broker,
 from proc_util import doc_picture
 from web_util import chromium
 
-pytestmark = pytest.mark.wall_s(50)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(45)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = ["sim1", "sim2", "sim3", "sim4"]

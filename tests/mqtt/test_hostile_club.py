@@ -18,7 +18,7 @@ from club_util import good_state, publisher, running_broker, send, verdict_line,
 from firmware_host.mqtt.club import Club
 from firmware_host.mqtt.topics import broker_url
 
-pytestmark = pytest.mark.wall_s(80)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(65)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEEP = 100_000  # the depth: json.loads raises RecursionError, not ValueError
@@ -359,7 +359,7 @@ def test_a_verdict_printed_before_a_sigkill_reaches_the_broker(broker, tmp_path)
         daemon = subprocess.Popen(
             [sys.executable, "-m", "firmware_host", "run", "--json", "--mqtt", broker.url,
              "--table", "t1", "--mqtt-spool", str(spool), "--seed", str(seed),
-             "--minutes", "1", "--speed", "3"],
+             "--minutes", "1", "--speed", "10"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
         )  # fmt: skip
         verdicts = 0

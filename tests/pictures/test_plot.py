@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from firmware_host.cli.main import main
 
+pytestmark = pytest.mark.wall_s(15)  # alone, on an idle core: run first (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -34,7 +34,7 @@ from web_util import chromium
 
 from firmware_host.cli.main import main
 
-pytestmark = pytest.mark.wall_s(120)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(70)  # alone, on an idle core: run first (conftest.py)
 
 CAPTURES = 200
 EDITED = 3

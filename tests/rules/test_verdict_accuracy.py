@@ -42,7 +42,7 @@ from hil_tests.accuracy import (
     rows,
 )
 
-pytestmark = pytest.mark.wall_s(45)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(35)  # alone, on an idle core: run first (conftest.py)
 
 SEED_RANGE = range(1000)
 N_SEEDS = 6

@@ -33,7 +33,7 @@ from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 
-pytestmark = pytest.mark.wall_s(45)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(20)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 FH = [sys.executable, "-m", "firmware_host"]

@@ -28,7 +28,7 @@ from firmware_host.virtual_table import scenarios
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.peer import VirtualHub
 
-pytestmark = pytest.mark.wall_s(85)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(75)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 WATCHDOG_USEC = 200_000  # pings every 0.1 s

@@ -26,7 +26,7 @@ from firmware_host.virtual_table.faults import FaultPlan
 from firmware_host.virtual_table.hub import HubConfig, build_wire
 from firmware_host.virtual_table.match import random_match
 
-pytestmark = pytest.mark.wall_s(60)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(15)  # alone, on an idle core: run first (conftest.py)
 
 WRAP = 1 << 32
 

@@ -23,6 +23,8 @@ from firmware_host.virtual_table.peer import VirtualHub
 from firmware_host.virtual_table.scenarios import random_match
 from protocol.framing import Message, encode_frame, parse_frame
 
+pytestmark = pytest.mark.wall_s(15)  # alone, on an idle core: run first (conftest.py)
+
 MINUTES = 0.5  # a short random match: break and a few shots
 
 

@@ -30,7 +30,7 @@ from firmware_host.mqtt.topics import broker_url
 from firmware_host.pipeline import check_press
 from firmware_host.web.server import MAX_STREAMS
 
-pytestmark = pytest.mark.wall_s(60)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(65)  # alone, on an idle core: run first (conftest.py)
 
 TOKEN = "tok-live-secret"
 

@@ -15,7 +15,7 @@ import pytest
 from proc_util import doc_picture
 from web_util import Daemon, chromium, wait_for
 
-pytestmark = pytest.mark.wall_s(130)  # alone, on an idle core: run first (conftest.py)
+pytestmark = pytest.mark.wall_s(90)  # alone, on an idle core: run first (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 
