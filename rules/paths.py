@@ -142,7 +142,9 @@ def _key(ev: Event) -> object:
         return ev.get("ball")
     if ev["type"] == "cushion":
         return (ev.get("ball"), ev.get("cushion"))
-    return tuple(sorted(ev.get("balls") or ()))
+    # a ball the sensors could not name is None (EVENTS.md): after the named ones, never
+    # compared with them
+    return tuple(sorted(ev.get("balls") or (), key=lambda b: (b is None, b or 0)))
 
 
 def moved_near(shot: Shot, config: RulesConfig, ev: Event) -> tuple[int, float] | None:

@@ -7,7 +7,7 @@ it.  Hypothesis writes the odd streams.
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rules_cases.events import FULL, MIDDLE, MINIMUM
 
@@ -91,6 +91,17 @@ event = st.sampled_from(sorted(BODIES)).flatmap(
 
 
 @settings(max_examples=100, deadline=None)
+@example(  # a contact of two unnamed balls while a shot's paths are read (sorting None failed)
+    nodes=FULL,
+    discipline="free",
+    events=[
+        (0, {"type": "shot_start", "cue_ball": None, "balls": {"0": [0.0, 0.0], "1": [0.0, 0.0]},
+             "frozen": {}}),
+        (0, {"type": "ball_contact", "balls": [None, None]}),
+        (0, {"type": "shot_end", "balls": {}, "certain": False, "interrupted": False,
+             "paths": {"0": [[1, 0.0, 0.0], [1, 0.0, 5.0]]}}),
+    ],
+)  # fmt: skip
 @given(
     nodes=st.sampled_from([FULL, MIDDLE, MINIMUM]),
     discipline=st.sampled_from(["free", "combined"]),

@@ -257,7 +257,10 @@ def test_1000_streams_and_200_slow_connections_cost_no_event_and_no_byte(tmp_pat
     late = (int(said.group(1)) if said else 0) - pipe.events.losses().get("late", 0)
     replayed = [(e["type"], e["t_us"]) for e in again.events if e["type"] in SENSED]
     assert 0 <= late <= LATE_ON_A_BUSY_MACHINE, end
-    assert live and len(live) == len(replayed) - late and _in_order_within(live, replayed)
+    # a late frame costs at most its own event, and may cost none (a tracker frame between
+    # two that say the same: seen once, with 104 events live and replayed and one frame late)
+    assert live and 0 <= len(replayed) - len(live) <= late, (len(live), len(replayed), end)
+    assert _in_order_within(live, replayed)
     assert verdicts and verdicts == [line for line in again.lines if line["kind"] == "verdict"]
     shown = list(seen[0]["verdicts"])  # its snapshot, then the stream
     shown += [m["line"] for m in seen[1:] if (m.get("line") or {}).get("kind") == "verdict"]
