@@ -30,9 +30,8 @@ from pathlib import Path
 
 import pytest
 from proc_util import ROOT
+from simulated import simulated
 from web_util import chromium
-
-from firmware_host.cli.main import main
 
 pytestmark = pytest.mark.wall_s(70)  # alone, on an idle core: run first (conftest.py)
 
@@ -59,12 +58,12 @@ TABLE_SENSORS = ("full", "full", "middle", "middle", "middle", "minimum", "minim
 
 
 def _matches(folder: Path, seeds: range) -> Path:
-    """One-minute matches of the virtual table (`simulate --capture`), eight tables' folders."""
+    """One-minute matches of the virtual table (`simulate --capture`, tests/simulated.py), eight
+    tables' folders."""
     for seed in seeds:
         path = folder / f"table{seed % 8}" / f"match-{seed:03d}.bin"
         path.parent.mkdir(parents=True, exist_ok=True)
-        argv = ["simulate", "--capture", str(path), "--seed", str(seed), "--minutes", "1"]
-        assert main([*argv, "--sensors", TABLE_SENSORS[seed % 8]]) == 0
+        simulated(path, "--seed", str(seed), "--minutes", "1", "--sensors", TABLE_SENSORS[seed % 8])
     return folder
 
 

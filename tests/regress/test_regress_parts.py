@@ -13,6 +13,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+from simulated import simulated
 
 from firmware_host.cli.main import main
 from firmware_host.link.recorder import CaptureRecorder, recorded_presses
@@ -29,9 +30,7 @@ MINUTES = "1.5"
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     path = tmp_path_factory.mktemp("match") / "m.bin"
-    argv = ["simulate", "--capture", str(path), "--seed", "7", "--minutes", MINUTES]
-    assert main(argv) == 0
-    return path.read_bytes()
+    return simulated(path, "--seed", "7", "--minutes", MINUTES).read_bytes()
 
 
 def _record(folder: Path, data: bytes, part_bytes: int, presses: dict[int, bytes]) -> list[Path]:
