@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..cli.args import capture_chunks, read_binary
     from ..jsonout import dumps
-    from ..link.recorder import read_rx_times
+    from ..link.recorder import RX_TIMES_DTYPE, read_rx_times
+    from ..linktools.hoststream import NotStreamable, host_stats
     from ..linktools.linkstats import link_stats
     from ..linktools.statstream import stream_stats
 
@@ -133,12 +134,18 @@ def run(args: argparse.Namespace) -> int:
         except ModuleNotFoundError as exc:
             raise UsageError(f"--png needs {exc.name}: pip install -e '.[view]'") from None
     rxt = Path(args.capture).with_suffix(".rxt") if args.capture != "-" else None
-    if rxt is not None and rxt.exists():  # host times: the whole capture (docs/memory.md)
-        capture = np.frombuffer(read_binary(args.capture), np.uint8)
-        report = link_stats(capture, read_rx_times(rxt), continues=next_part(args.capture))
-    else:
+    continues = next_part(args.capture)
+    report = None
+    if rxt is not None and rxt.exists() and rxt.stat().st_size >= RX_TIMES_DTYPE.itemsize:
+        try:  # host times, streamed (docs/memory.md)
+            report = host_stats(lambda: capture_chunks(args.capture), rxt, continues=continues)
+        except NotStreamable as exc:
+            sys.stderr.write(f"stats: {rxt.name}: {exc}: reading the whole capture\n")
+            capture = np.frombuffer(read_binary(args.capture), np.uint8)
+            report = link_stats(capture, read_rx_times(rxt), continues=continues)
+    if report is None:
         with _rereadable(args.capture) as path:
-            report = stream_stats(lambda: capture_chunks(path), continues=next_part(args.capture))
+            report = stream_stats(lambda: capture_chunks(path), continues=continues)
     if report["frames"] == 0:
         raise UsageError(f"{args.capture}: no valid frame in it: not a capture")
     if args.json:
