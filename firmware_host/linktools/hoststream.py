@@ -114,6 +114,7 @@ class Feed:
     host_us: np.ndarray
     index: int
     chunk: bytes
+    number: int  # of the read
 
 
 class _Pass:
@@ -127,9 +128,8 @@ class _Pass:
     def __iter__(self) -> Iterator[Feed]:
         rx = RxTimes(self.rxt)
         at = index = 0
-        last = -np.inf
         try:
-            for chunk in self.read():
+            for number, chunk in enumerate(self.read()):
                 decoded = self.decoder.feed(chunk)
                 boot, hub_t = self.clock.feed(decoded)
                 zeros = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 0) + at
@@ -137,10 +137,7 @@ class _Pass:
                 if np.any(ends >= len(zeros)):
                     raise NotStreamable("a frame without its delimiter in its read")
                 host_us = rx.at(zeros[ends]) / 1e3
-                if len(host_us) and (host_us[0] < last or np.any(host_us[1:] < host_us[:-1])):
-                    raise NotStreamable("the .rxt's receive times go back")
-                last = host_us[-1] if len(host_us) else last
-                yield Feed(decoded, boot, hub_t, host_us, index, chunk)
+                yield Feed(decoded, boot, hub_t, host_us, index, chunk, number)
                 at += len(chunk)
                 index += len(decoded.frames)
         finally:
@@ -175,7 +172,8 @@ class _Scan:
     """Pass 1: what the later passes need first."""
 
     speed: float = 1.0
-    h0: float = 0.0  # the first frame's arrival (µs): the least, they never go back
+    h0: float = np.inf  # the least arrival (µs)
+    read_min: list[float] = field(default_factory=list)  # per read, its least arrival (µs)
     hub_ok: dict[int, int] = field(default_factory=dict)  # per boot, its OK hub frames
     frames: int = 0
 
@@ -189,8 +187,8 @@ def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
     boot0_last = -math.inf
     for feed in _Pass(read, rxt):
         frames = feed.decoded.frames
-        if not scan.frames and len(frames):
-            scan.h0 = float(feed.host_us[0])
+        scan.read_min.append(float(feed.host_us.min()) if len(frames) else np.inf)
+        scan.h0 = min(scan.h0, scan.read_min[-1])
         scan.frames += len(frames)
         hub = _hub(frames)
         ok = (frames["status"] == OK) & (frames["node"] == 0)
@@ -204,18 +202,18 @@ def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
                 if t[0] < boot0_last or np.any(t[1:] < t[:-1]):
                     raise NotStreamable("the hub's stamps go back in its first boot")
                 boot0_last = int(t[-1])
-            host = feed.host_us[mine]
-            fit = fits.setdefault(b, [Envelope(merge=False), 0, float(host[0]), 0.0])
-            fit[0].feed(host, (t - base[b]).astype(np.float64))  # a shift leaves the slope
-            fit[1] += len(host)
-            fit[3] = float(host[-1])
+            if b not in fits:
+                fits[b] = (envelope := Envelope(merge=False), _Reorder(envelope.feed))
+            fits[b][1].add(feed.host_us[mine], (t - base[b]).astype(np.float64))  # a shift
+            # leaves the slope as it is
     if fits:
         counts = np.zeros(max(fits) + 1, np.int64)
-        for b, fit in fits.items():
-            counts[b] = fit[1]
-        envelope, n, first, last = fits[int(counts.argmax())]
+        for b, (_, order) in fits.items():
+            counts[b] = order.n
+        envelope, order = fits[int(counts.argmax())]
+        order.flush()
         ratio = 1.0
-        if n >= MIN_FRAMES and last - first > 0:
+        if order.n >= MIN_FRAMES and order.hi - order.lo > 0:
             slope = envelope.line()[1]
             ratio = float(slope) if slope > 0 else 1.0
         scan.speed = played_speed(ratio)
@@ -250,7 +248,8 @@ class _Lookahead:
     """:func:`.hosttime.backlog_end` as the first boot's hub frames come: each judged once a
     minute of hub time after it has come (or the boot has ended)."""
 
-    COLUMNS = ("hub", "lag", "index", "h", "hub_t", "least_hub_t", "ok_before")
+    COLUMNS = ("hub", "lag", "index", "h", "hub_t", "least_hub_t", "ok_before", "read",
+               "least_after")  # fmt: skip
 
     def __init__(self) -> None:
         self.pending = {c: np.zeros(0) for c in self.COLUMNS}
@@ -297,9 +296,11 @@ def _backlog(read: Callable[[], Iterable[bytes]], rxt: Path, scan: _Scan) -> Hos
         least_before = np.minimum.accumulate(np.concatenate(([least], hub_t)))[:-1]
         ok_prior = ok_before + np.concatenate(([0], np.cumsum(ok)))[:-1]
         t = stamps(0, frames["t_us"][first])
+        least_after = np.minimum.accumulate(feed.host_us[::-1])[::-1]  # within the read
         look.add(hub=t.astype(np.float64), lag=(h[first].astype(np.int64) - t).astype(np.float64),
                  index=np.flatnonzero(first) + feed.index, h=h[first], hub_t=hub_t[first],
-                 least_hub_t=least_before[first], ok_before=ok_prior[first])  # fmt: skip
+                 least_hub_t=least_before[first], ok_before=ok_prior[first],
+                 read=np.full(np.count_nonzero(first), feed.number), least_after=least_after[first])  # fmt: skip
         least, ok_before = min(least, float(hub_t.min())), ok_before + int(ok.sum())
         if look.judge(ended=bool(np.any(feed.boot > 0))):
             break
@@ -310,7 +311,10 @@ def _backlog(read: Callable[[], Iterable[bytes]], rxt: Path, scan: _Scan) -> Hos
     if found is not None and found["end"] > 0:
         out.prompt, out.prompt_h, out.prompt_hub_t = int(found["index"]), found["h"], found["hub_t"]
         out.backlog_ok = int(found["ok_before"])
-        t_min_us = min(out.prompt_h - (out.prompt_hub_t - found["least_hub_t"]), out.prompt_h)
+        # the frames after it: arrivals scaled (the least, the arrivals may step back)
+        after = min(found["least_after"], *scan.read_min[int(found["read"]) + 1 :], np.inf)
+        t_min_us = min(out.prompt_h - (out.prompt_hub_t - found["least_hub_t"]),
+                       (after - scan.h0) * scan.speed)  # fmt: skip
     out.t_min = np.float64(t_min_us) / 1e6
     joined = out.prompt > 0
     out.timing = Timing(
@@ -333,7 +337,7 @@ class _BootRate:
     def __init__(self, n: int) -> None:
         self.n, self.taken = n, 0
         self.all, self.halves = Envelope(merge=True), (Envelope(merge=True), Envelope(merge=True))
-        self.first = self.last = 0.0
+        self.order = _Reorder(self._take)
         self.hub = np.zeros(0, np.int64)  # the recent frames: stamps and arrivals
         self.host = np.zeros(0)
         self.dropped = -np.inf  # frames below this stamp are no longer kept
@@ -344,19 +348,15 @@ class _BootRate:
             return
         if hub_us.min() <= self.closed:
             raise NotStreamable("a hub frame within a drift window already figured")
-        y = hub_us - host_us
-        # this read's frames in the first half
-        split = min(max(self.n - self.n // 2 - self.taken, 0), len(hub_us))
-        ok = self.all.feed(host_us, y)
-        ok &= self.halves[0].feed(host_us[:split], y[:split])
-        ok &= self.halves[1].feed(host_us[split:], y[split:])
-        if not ok:
-            raise NotStreamable("the hub's arrival times go back")
-        if not self.taken:
-            self.first = float(host_us[0])
-        self.taken += len(hub_us)
-        self.last = float(host_us[-1])
+        self.order.add(host_us, hub_us - host_us)
         self.hub, self.host = np.concatenate((self.hub, hub_us)), np.concatenate((self.host, host_us))
+
+    def _take(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Samples in arrival order: into the fit of all and of the half each falls in."""
+        split = min(max(self.n - self.n // 2 - self.taken, 0), len(x))  # those of the first
+        self.taken += len(x)
+        first = self.halves[0].feed(x[:split], y[:split])
+        return self.all.feed(x, y) & first & self.halves[1].feed(x[split:], y[split:])
 
     def drop_below(self, stamp: float) -> None:
         keep = self.hub >= stamp
@@ -371,13 +371,15 @@ class _BootRate:
         return hub_rate_over(self.hub, self.host, lo, hi)
 
     def whole(self) -> tuple[float, float]:
+        self.order.flush()
         if self.all.points < MIN_SYNCS:
             return UNKNOWN_RATE
         slope = self.all.line()[1]
         halves = None
         if min(self.n - self.n // 2, self.n // 2) >= MIN_HALF:
             halves = [h.line()[1] for h in self.halves]
-        return slope * 1e6, halves_bound(halves, slope, self.last - self.first, 0.0) * 1e6
+        span = self.order.hi - self.order.lo
+        return slope * 1e6, halves_bound(halves, slope, span, 0.0) * 1e6
 
 
 class HostRates:
@@ -427,30 +429,35 @@ class HostRates:
 
 
 class _Reorder:
-    """A node's (stamp, arrival lag) samples of one boot into its latency envelope in stamp
-    order (``envelope_slope`` sorts them): each waits until the node's stamps have gone
-    :data:`REORDER_US` past it (a late resend comes with an older stamp)."""
+    """Samples into fits in ascending x, as the fits sort them (stable: ties in the order
+    they came): each waits until x has gone :data:`REORDER_US` past it (a late resend
+    comes with an older stamp; a host's receive times may step back a little)."""
 
-    def __init__(self) -> None:
-        self.envelope = Envelope(merge=True)
-        self.x: list[np.ndarray] = []
-        self.y: list[np.ndarray] = []
+    def __init__(self, sink: Callable[[np.ndarray, np.ndarray], bool]) -> None:
+        self.sink = sink  # takes samples in order; False: they go back before those it took
+        self.x: list[np.ndarray] = [np.zeros(0)]
+        self.y: list[np.ndarray] = [np.zeros(0)]
         self.top = -np.inf
         self.n = 0
+        self.lo, self.hi = np.inf, -np.inf
 
     def add(self, x: np.ndarray, y: np.ndarray) -> None:
+        if not len(x):
+            return
         self.x.append(x)
         self.y.append(y)
         self.n += len(x)
-        self.top = max(self.top, float(x.max()))
-        self.flush(self.top - REORDER_US)
+        self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
+        if len(self.x) > 64 or self.hi - REORDER_US > self.top:
+            self.top = self.hi - REORDER_US
+            self.flush(self.top)
 
     def flush(self, below: float = np.inf) -> None:
         x, y = np.concatenate(self.x), np.concatenate(self.y)
         order = np.argsort(x, kind="stable")
         go = order[x[order] < below]
-        if not self.envelope.feed(x[go], y[go]):
-            raise NotStreamable("a node's stamps came further out of order than a minute")
+        if not self.sink(x[go], y[go]):
+            raise NotStreamable("samples came further out of order than a minute")
         rest = np.ones(len(x), bool)
         rest[go] = False
         self.x, self.y = [x[rest]], [y[rest]]
@@ -489,7 +496,7 @@ def host_stats(
         counts[0] -= host.backlog_ok
     rates, latency = HostRates(counts), _Latency()
     tally, edges = Tally(rates), Edges()
-    fits: dict[tuple[int, int], _Reorder] = {}
+    fits: dict[tuple[int, int], tuple[Envelope, _Reorder]] = {}
     at_join: int | None = None
     joined_until = host.timing.joined_until_s
     passes = _Pass(read, rxt)
@@ -507,12 +514,14 @@ def host_stats(
                 at_join = int(beats["tx_dropped"][settled[0]])
         for (node, boot), x, y in latency.samples(feed, t_s, backlog):
             for done in [k for k in fits if k[1] < boot]:
-                fits[done].flush()  # a boot's frames end where the next boot's begin
-            fits.setdefault((node, boot), _Reorder()).add(x, y)
+                fits[done][1].flush()  # a boot's frames end where the next boot's begin
+            if (node, boot) not in fits:
+                fits[node, boot] = (envelope := Envelope(merge=True), _Reorder(envelope.feed))
+            fits[node, boot][1].add(x, y)
     if np.isfinite(joined_until) and at_join is None and tally.beats:
         raise NotStreamable("no HEARTBEAT after the join")  # link_stats fails on it too
-    for fit in fits.values():
-        fit.flush()
+    for _, order in fits.values():
+        order.flush()
     figures = HostFigures(
         host.timing,
         {b: rates.whole(b) for b in rates.boots},
@@ -528,15 +537,15 @@ def _latencies(
     read: Callable[[], Iterable[bytes]],
     rxt: Path,
     host: HostTime,
-    fits: dict[tuple[int, int], _Reorder],
+    fits: dict[tuple[int, int], tuple[Envelope, _Reorder]],
 ) -> dict[int, dict[str, float]]:
     """Per node, p50, p95 and max of its frames' latency (ms) above its envelope, over its
     boots of two frames or more: counted in one pass, the wanted ranks kept in another."""
     lines = {}
-    for key, fit in fits.items():
-        if fit.n >= 2:
-            a, slope = fit.envelope.line()
-            lines[key] = (a, slope, fit.envelope.x0)
+    for key, (envelope, order) in fits.items():
+        if order.n >= 2:
+            a, slope = envelope.line()
+            lines[key] = (a, slope, envelope.x0)
     ranks = {node: Ranks() for node, _ in sorted(lines)}
     for keep in (False, True):
         if keep:
