@@ -32,7 +32,6 @@ of more than ``ranks.MAX_KEPT`` values.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,7 +183,6 @@ def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
     scan, stamps = _Scan(), _Unwrap()
     fits: dict[int, list[Any]] = {}  # boot -> [envelope, frames, first arrival, last arrival]
     base: dict[int, int] = {}
-    boot0_last = -math.inf
     for feed in _Pass(read, rxt):
         frames = feed.decoded.frames
         scan.read_min.append(float(feed.host_us.min()) if len(frames) else np.inf)
@@ -198,10 +196,6 @@ def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
             mine = hub & (feed.boot == b)
             t = stamps(b, frames["t_us"][mine])
             base.setdefault(b, int(t[0]))
-            if b == 0:  # backlog_end searches these: they must be in order
-                if t[0] < boot0_last or np.any(t[1:] < t[:-1]):
-                    raise NotStreamable("the hub's stamps go back in its first boot")
-                boot0_last = int(t[-1])
             if b not in fits:
                 fits[b] = (envelope := Envelope(merge=False), _Reorder(envelope.feed))
             fits[b][1].add(feed.host_us[mine], (t - base[b]).astype(np.float64))  # a shift
@@ -246,7 +240,14 @@ class HostTime:
 
 class _Lookahead:
     """:func:`.hosttime.backlog_end` as the first boot's hub frames come: each judged once a
-    minute of hub time after it has come (or the boot has ended)."""
+    minute of hub time after it has come (or the boot has ended).
+
+    ``backlog_end`` finds a frame's minute ahead by a binary search of the boot's stamps,
+    which are in order but for a few ms here and there (the hub stamps a frame before
+    it sends an earlier-stamped one).  The search gives the stamps up to the minute's
+    end wherever those are a prefix of them (none later at or below it, none earlier
+    above it): that is checked, here and as the rest come.
+    """
 
     COLUMNS = ("hub", "lag", "index", "h", "hub_t", "least_hub_t", "ok_before", "read",
                "least_after")  # fmt: skip
@@ -255,8 +256,12 @@ class _Lookahead:
         self.pending = {c: np.zeros(0) for c in self.COLUMNS}
         self.found: dict[str, float] | None = None
         self.judged = 0
+        self.reach = -np.inf  # the latest minute's end a judgement took
+        self.passed = -np.inf  # the highest stamp of the frames judged
 
     def add(self, **columns: np.ndarray) -> None:
+        if len(columns["hub"]) and columns["hub"].min() <= self.reach:
+            raise NotStreamable("a hub stamp back inside a minute judged already")
         for c in self.COLUMNS:
             self.pending[c] = np.concatenate((self.pending[c], columns[c]))
 
@@ -264,10 +269,15 @@ class _Lookahead:
         """Judge what can be; True once the backlog's end is known (or there is none)."""
         p = self.pending
         hub, lag = p["hub"], p["lag"]
-        top = hub[-1] if len(hub) else -np.inf
+        top = hub.max() if len(hub) else -np.inf
         i = 0
         while i < len(hub) and (ended or hub[i] + AHEAD_US < top):
-            ahead = int(np.searchsorted(hub, hub[i] + AHEAD_US, side="right"))
+            within = hub <= hub[i] + AHEAD_US
+            ahead = int(np.count_nonzero(within))
+            if not within[:ahead].all() or self.passed > hub[i] + AHEAD_US:
+                raise NotStreamable("the hub's stamps out of order at a minute's end")
+            self.reach = max(self.reach, hub[i] + AHEAD_US)
+            self.passed = max(self.passed, hub[i])
             if lag[i] - lag[i : max(ahead, i + 1)].min() <= BACKLOG_US:
                 self.found = {c: p[c][i] for c in self.COLUMNS}
                 self.found["end"] = self.judged + i
