@@ -63,6 +63,7 @@ from .statstream import Edges, HostFigures, HubClock, Tally
 
 RX_BLOCK = 1 << 16  # .rxt records a read (1 MiB)
 REORDER_US = 60_000_000  # a node's stamps may come this much out of order (late resends)
+REORDER_KEEP = 4096  # ... and this many wait, however far apart
 WINDOW_US = int(WINDOW_S * 1e6)
 
 
@@ -441,14 +442,16 @@ class HostRates:
 class _Reorder:
     """Samples into fits in ascending x, as the fits sort them (stable: ties in the order
     they came): each waits until x has gone :data:`REORDER_US` past it (a late resend
-    comes with an older stamp; a host's receive times may step back a little)."""
+    comes with an older stamp; a host's receive times may step back a little) and more
+    than :data:`REORDER_KEEP` wait (a node heard a few times an hour: its stamps,
+    unwrapped across gaps of over half the clock's 71.6 min, may step back by any
+    amount, and all of them wait for the end)."""
 
     def __init__(self, sink: Callable[[np.ndarray, np.ndarray], bool]) -> None:
         self.sink = sink  # takes samples in order; False: they go back before those it took
         self.x: list[np.ndarray] = [np.zeros(0)]
         self.y: list[np.ndarray] = [np.zeros(0)]
-        self.top = -np.inf
-        self.n = 0
+        self.n = self.waiting = 0
         self.lo, self.hi = np.inf, -np.inf
 
     def add(self, x: np.ndarray, y: np.ndarray) -> None:
@@ -457,10 +460,10 @@ class _Reorder:
         self.x.append(x)
         self.y.append(y)
         self.n += len(x)
+        self.waiting += len(x)
         self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
-        if len(self.x) > 64 or self.hi - REORDER_US > self.top:
-            self.top = self.hi - REORDER_US
-            self.flush(self.top)
+        if self.waiting > REORDER_KEEP:
+            self.flush(self.hi - REORDER_US)
 
     def flush(self, below: float = np.inf) -> None:
         x, y = np.concatenate(self.x), np.concatenate(self.y)
@@ -471,6 +474,7 @@ class _Reorder:
         rest = np.ones(len(x), bool)
         rest[go] = False
         self.x, self.y = [x[rest]], [y[rest]]
+        self.waiting = len(self.x[0])
 
 
 class _Latency:
