@@ -50,9 +50,7 @@ def slope_uncertainty(x: np.ndarray, y: np.ndarray, slope: float, floor: float =
     return halves_bound([envelope_slope(x[h], y[h])[1] for h in halves], slope, span, floor)
 
 
-def halves_bound(
-    half_slopes: list[float] | None, slope: float, span: float, floor: float
-) -> float:
+def halves_bound(half_slopes: list[float] | None, slope: float, span: float, floor: float) -> float:
     """:func:`slope_uncertainty` from the halves' slopes (None: too thin to halve) and the
     samples' span; apart so that a streamed fit (:mod:`.envelope`) gives the same figure."""
     floor = max(floor, 2.0 * RESOLUTION_US / span if span > 0 else 0.0)

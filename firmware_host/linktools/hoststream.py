@@ -308,10 +308,17 @@ def _backlog(read: Callable[[], Iterable[bytes]], rxt: Path, scan: _Scan) -> Hos
         ok_prior = ok_before + np.concatenate(([0], np.cumsum(ok)))[:-1]
         t = stamps(0, frames["t_us"][first])
         least_after = np.minimum.accumulate(feed.host_us[::-1])[::-1]  # within the read
-        look.add(hub=t.astype(np.float64), lag=(h[first].astype(np.int64) - t).astype(np.float64),
-                 index=np.flatnonzero(first) + feed.index, h=h[first], hub_t=hub_t[first],
-                 least_hub_t=least_before[first], ok_before=ok_prior[first],
-                 read=np.full(np.count_nonzero(first), feed.number), least_after=least_after[first])  # fmt: skip
+        look.add(
+            hub=t.astype(np.float64),
+            lag=(h[first].astype(np.int64) - t).astype(np.float64),  # as backlog_end: whole µs
+            index=np.flatnonzero(first) + feed.index,
+            h=h[first],
+            hub_t=hub_t[first],
+            least_hub_t=least_before[first],
+            ok_before=ok_prior[first],
+            read=np.full(np.count_nonzero(first), feed.number),
+            least_after=least_after[first],
+        )
         least, ok_before = min(least, float(hub_t.min())), ok_before + int(ok.sum())
         if look.judge(ended=bool(np.any(feed.boot > 0))):
             break
@@ -360,7 +367,10 @@ class _BootRate:
         if hub_us.min() <= self.closed:
             raise NotStreamable("a hub frame within a drift window already figured")
         self.order.add(host_us, hub_us - host_us)
-        self.hub, self.host = np.concatenate((self.hub, hub_us)), np.concatenate((self.host, host_us))
+        self.hub, self.host = (
+            np.concatenate((self.hub, hub_us)),
+            np.concatenate((self.host, host_us)),
+        )
 
     def _take(self, x: np.ndarray, y: np.ndarray) -> bool:
         """Samples in arrival order: into the fit of all and of the half each falls in."""

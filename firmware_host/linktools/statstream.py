@@ -17,7 +17,7 @@ What it keeps grows with what the report lists (the offsets of every bad frame, 
 and retransmission), never with the frames.  The report is the one ``link_stats``
 gives, byte for byte: the same float operations on the same values, chunk by chunk
 (``tests/linktools/test_stats_stream.py``).  A recording with host receive times
-(``.rxt``) still goes through ``link_stats`` (docs/memory.md, "Not yet").
+(``.rxt``) is read by :mod:`.hoststream`, with the same :class:`Tally` on its times.
 """
 
 from __future__ import annotations
@@ -279,9 +279,7 @@ class Tally:
                 sel = peers == node
                 if node not in self.windows:
                     first_h = int(h[sel][0])
-                    self.windows[node] = _Windows(
-                        node, b, first_h, int(peer_t[sel][0]), self.rates
-                    )
+                    self.windows[node] = _Windows(node, b, first_h, int(peer_t[sel][0]), self.rates)
                 self.windows[node].add(
                     h[sel], peer_t[sel].astype(np.int64), at[sel], self.clocks.setdefault(node, [])
                 )

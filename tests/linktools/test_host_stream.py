@@ -127,7 +127,9 @@ def test_a_run_record_part_reports_the_same_on_the_command_line(recorded: Path) 
     assert done.stdout == text.getvalue() and done.stderr == ""
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(size=st.integers(2000, 1 << 20))
 def test_any_chunk_size_reports_the_same(table: dict[str, Any], size: int) -> None:
     path = table["dir"] / "faulty.bin"
