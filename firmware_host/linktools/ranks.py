@@ -3,10 +3,11 @@
 ``stats`` gives each node's arrival latency as ``np.percentile(lat, [50, 95, 100])``
 over every frame.  That figure depends only on how many values there are and on the
 two values at each percentile's neighbouring ranks (numpy's ``linear`` method).  So:
-a first pass counts the values in buckets of 1 µs (:data:`BUCKET_MS`), which tells in
-which bucket each wanted rank lies; a second pass keeps only the values in those
-buckets (a few µs of latency: a few of every thousand frames) and picks the ranks out
-of them; numpy's interpolation is then applied to those values as it would be to the
+a first pass counts the values in buckets of 1 µs up to 65 ms, of 1 ms above
+(:func:`buckets`: about a megabyte of counts at most, however long the latency a
+stall makes), which tells in which bucket each wanted rank lies; a second pass keeps
+only the values in those buckets (a few of every thousand frames) and picks the
+ranks out of them; numpy's interpolation is then applied to those values as it would be to the
 whole sorted array.  :func:`percentiles` is that interpolation, written out as numpy's
 ``_quantile`` and ``_lerp`` do it (``tests/linktools/test_host_stream.py`` holds it to
 ``np.percentile``).
@@ -17,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 QUANTILES = np.true_divide([50, 95, 100], 100)  # as np.percentile makes them
-BUCKET_MS = 1e-3  # 1 µs a bucket
-TOP = 1 << 20  # buckets (about a second of latency); what is above shares the last one
+BUCKET_MS = 1e-3  # 1 µs a bucket ...
+FINE = 1 << 16  # ... up to 65 ms, then 1000 of them a bucket
+TOP = 2 * FINE  # buckets (about 65 s of latency); what is above shares the last one
 MAX_KEPT = 1 << 20  # values a second pass may keep for the wanted ranks
 
 
@@ -27,8 +29,12 @@ class TooMany(Exception):
 
 
 def buckets(values: np.ndarray) -> np.ndarray:
-    """Each value's bucket (below 0 µs the first, above :data:`TOP` the last)."""
-    return np.clip(np.floor(values / BUCKET_MS), -1, TOP - 2).astype(np.int64) + 1
+    """Each value's bucket, in the values' order (below 0 µs the first, the last holds what
+    is above the others)."""
+    us = np.floor(values / BUCKET_MS)
+    fine = np.clip(us, -1, FINE - 1) + 1
+    coarse = np.minimum(FINE + 1 + np.floor((us - FINE) / 1000), TOP - 1)
+    return np.where(us < FINE, fine, coarse).astype(np.int64)
 
 
 def neighbours(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
