@@ -148,6 +148,18 @@ def test_what_cannot_stream_takes_the_whole_way_with_one_line(
     assert done.stderr == "stats: back.rxt: the .rxt's offsets go back: reading the whole capture\n"
 
 
+def test_every_pass_reads_the_capture_as_it_was_when_stats_began(tmp_path: Path) -> None:
+    """A daemon appends to the part being read: five passes must see the same bytes."""
+    from firmware_host.commands.stats import as_it_was
+
+    path = tmp_path / "part.bin"
+    path.write_bytes(bytes(range(256)) * 9000)
+    read = as_it_was(str(path))
+    with path.open("ab") as daemon:
+        daemon.write(b"\x01\x02\x00" * 1000)
+    assert b"".join(read()) == bytes(range(256)) * 9000
+
+
 @pytest.mark.parametrize("merge", [False, True])
 def test_an_envelope_fed_in_chunks_is_the_whole_one(merge: bool) -> None:
     """Samples at shared x (frames read in one chunk), collinear runs, a single x."""
