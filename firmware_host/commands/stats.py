@@ -120,7 +120,10 @@ def as_it_was(path: str) -> Callable[[], Iterator[bytes]]:
     its passes must read the same bytes, and a daemon may be appending to its part."""
     from ..cli.args import capture_chunks
 
-    size = Path(path).stat().st_size
+    try:
+        size = Path(path).stat().st_size
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
 
     def read() -> Iterator[bytes]:
         left = size
