@@ -18,16 +18,17 @@ in passes that each learn what the next one needs:
    its frames and each half, :func:`.drift.slope_uncertainty`) and over each drift
    window (the last minutes of hub frames kept: :class:`HostRates`); each node's
    latency envelope per boot (its frames' stamps may come a little out of order: a
-   minute of them waits to be put in order, :class:`_Reorder`);
-4. **latency**, twice: each frame's latency counted in 1 µs buckets, then the values
+   minute of them, or 4096, wait to be put in order, :class:`_Reorder`);
+4. **latency**, twice: each frame's latency counted in µs buckets, then the values
    at the wanted ranks picked out (:mod:`.ranks`).
 
 Every figure is the one ``link_stats`` makes, by the same float operations in the same
 order (``tests/linktools/test_host_stream.py``: JSON text, byte for byte).  Where this
 cannot be so, :class:`NotStreamable` says why and ``stats`` takes the whole-capture way
-(``commands/stats.py``): arrival times that go back, a boot's hub stamps out of order,
-a node's stamps further out of order than :data:`REORDER_US`, a percentile in a bucket
-of more than ``ranks.MAX_KEPT`` values.
+(``commands/stats.py``): ``.rxt`` offsets that go back, the first boot's hub stamps out
+of order across a minute's end of the join's search, samples further out of order than
+:data:`REORDER_US` among more than :data:`REORDER_KEEP`, a drift window reaching back
+past the hub frames kept, a percentile in buckets of more than ``ranks.MAX_KEPT`` values.
 """
 
 from __future__ import annotations
