@@ -5,11 +5,18 @@
 makes captures of each size with the virtual table (``simulate --minutes``,
 one long match: the hub's and every node's clocks run on; above 100 MB the
 100 MB match played again after a hub reboot each time, as ``simulate --loop``
-does), cached in the temp directory, runs each command on each as its own
-process with its output to a file (what a user does with a big capture), and
-prints one line per command and size: peak RSS (the kernel's ``ru_maxrss``
-of that process, from ``wait4``), wall time and CPU time (user and system: on
-a shared machine the wall clock also counts the waits for a core).
+does), each with the host receive times a perfect host records (``.rxt``),
+cached in the temp directory, runs each command on each as its own process
+with its output to a file (what a user does with a big capture), and prints
+one line per command and size: peak RSS (the kernel's ``ru_maxrss`` of that
+process, from ``wait4``), wall time and CPU time (user and system: on a shared
+machine the wall clock also counts the waits for a core).  The commands read
+the capture without its ``.rxt`` (a link to it under another name), except
+``stats .rxt``: ``stats`` of the recording with its host times.
+
+The numba kernels are compiled first (``python -m firmware_host.live.warmup``,
+its own process): a kernel compiled inside a measured process (after a source
+edit) adds about 100 MB to its peak.
 
 Then a restart's resume (``run --record``, firmware_host/checkpoint.py): a
 300 MB part whose last checkpoint is ``CHECKPOINT_BYTES`` (16 MB) before its
@@ -42,7 +49,7 @@ CACHE = Path(tempfile.gettempdir()) / "firmware-host-memory-bench"
 MB = 1_000_000
 MB_PER_MINUTE = 0.86  # the full-sensor virtual table's capture (README: 10 min = 8.6 MB)
 PROGRESS_S = 5.0
-COMMANDS = ("events", "replay", "stats", "decode")
+COMMANDS = ("events", "replay", "stats", "stats .rxt", "decode")
 RESUME_PART = 300_000_000
 SIMULATED_MB = 100  # larger captures: this one played again after hub reboots
 
@@ -96,7 +103,7 @@ def capture(size_mb: int, simulated_mb: int = SIMULATED_MB) -> Path:
     above ``simulated_mb`` that many MB's match played again after each hub reboot."""
     CACHE.mkdir(exist_ok=True)
     path = CACHE / f"match-{size_mb}MB.bin"
-    if path.exists():
+    if path.exists() and path.with_suffix(".rxt").exists():
         return path
     if size_mb > simulated_mb:
         source = capture(simulated_mb)
@@ -107,6 +114,7 @@ def capture(size_mb: int, simulated_mb: int = SIMULATED_MB) -> Path:
         # In a child: a process started by this one reports this one's peak RSS as its own
         # if that is higher (Linux keeps the larger at exec), and making it decodes a match.
         run([sys.executable, "-c", MAKE, str(source), str(copies), str(part)], "copies", None)
+        part.with_suffix(".rxt").rename(path.with_suffix(".rxt"))
         part.rename(path)
         return path
     minutes = min(1440.0, round(size_mb / MB_PER_MINUTE, 1))
@@ -114,12 +122,20 @@ def capture(size_mb: int, simulated_mb: int = SIMULATED_MB) -> Path:
     part = path.with_suffix(".part")
     run(
         [*_cli(), "simulate", "--capture", str(part), "--minutes", str(minutes), "--seed", "1",
-         "--truth", os.devnull],
+         "--truth", os.devnull, "--rx-times", str(path.with_suffix(".rxt"))],
         f"simulate {size_mb} MB",
         None,
     )  # fmt: skip
     part.rename(path)
     return path
+
+
+def without_host_times(path: Path) -> Path:
+    """The capture under a name with no ``.rxt`` beside it (a hard link)."""
+    plain = path.with_name(path.stem + "-plain.bin")
+    if not plain.exists():
+        os.link(path, plain)
+    return plain
 
 
 def replayed_after_reboots(source: Path, copies: int, out_path: Path) -> None:
@@ -130,13 +146,26 @@ def replayed_after_reboots(source: Path, copies: int, out_path: Path) -> None:
     a copy with the same boot_id would be the same frames again (duplicates to the
     decoder), with a new one the hub rebooted: its clocks and seq counters start
     afresh and the timing core opens a new epoch, its hub time going on from the last.
+    Its ``.rxt`` is the source's, each copy received a second after the last ended (a
+    HELLO with another boot_id is as long as the first: the offsets shift by the size).
     """
     sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from firmware_host.link.recorder import read_rx_times
     from protocol.decoder import decode_capture, record_fields
     from protocol.framing import encode_frame
 
     data = source.read_bytes()
     hello = decode_capture(data).tables["HELLO"]
+    rx = read_rx_times(source.with_suffix(".rxt"))
+    step_ns = int(rx["host_rx_ns"][-1] - rx["host_rx_ns"][0]) + 1_000_000_000
+    with open(out_path.with_suffix(".rxt"), "wb") as times:
+        for copy in range(copies):
+            shifted = rx.copy()
+            shifted["offset"] += np.uint64(copy * len(data))
+            shifted["host_rx_ns"] += copy * step_ns
+            shifted.tofile(times)
     with open(out_path, "wb") as out:
         for copy in range(copies):
             at = 0
@@ -210,7 +239,8 @@ def _rss_mb(pid: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10,100,1000", help="capture sizes in MB")
-    parser.add_argument("--commands", default=",".join(COMMANDS))
+    parser.add_argument("--commands", default=",".join(COMMANDS),
+                        help="'stats .rxt': stats of the capture with its host times")  # fmt: skip
     parser.add_argument("--kill-above", type=float, default=2000.0, metavar="MB")
     parser.add_argument(
         "--max-seconds",
@@ -233,15 +263,19 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     commands = args.commands.split(",")
-    print(f"{'command':<8} {'capture':>10} {'peak RSS':>10} {'time':>9} {'CPU':>9}", flush=True)
+    CACHE.mkdir(exist_ok=True)
+    run([sys.executable, "-m", "firmware_host.live.warmup"], "compiling the kernels", None)
+    print(f"{'command':<10} {'capture':>10} {'peak RSS':>10} {'time':>9} {'CPU':>9}", flush=True)
     try:
         for size in sizes:
             path = capture(size, args.simulate_mb)
             actual = path.stat().st_size / MB
             for command in commands:
                 what = f"{command} {size} MB"
+                name, _, rxt = command.partition(" ")
+                read = path if rxt else without_host_times(path)
                 rss, wall, cpu, killed = run(
-                    [*_cli(), command, str(path)], what, args.kill_above, args.max_seconds
+                    [*_cli(), name, str(read)], what, args.kill_above, args.max_seconds
                 )
                 if not killed:
                     shown = f"{rss:.0f} MB"
@@ -249,7 +283,7 @@ def main() -> None:
                     shown = f">{args.kill_above:.0f} MB"
                 else:  # stopped for time: the peak so far, and how far it had come
                     shown = f"{rss:.0f} MB*"
-                print(f"{command:<8} {actual:>7.0f} MB {shown:>10} {wall:>7.1f} s "
+                print(f"{command:<10} {actual:>7.0f} MB {shown:>10} {wall:>7.1f} s "
                       f"{cpu:>7.1f} s", flush=True)  # fmt: skip
         if args.resume:
             resume_line(capture(max(sizes), args.simulate_mb), args.kill_above)
@@ -272,7 +306,7 @@ def resume_line(source: Path, kill_above_mb: float) -> None:
             [sys.executable, "-c", RESUME, str(folder)], "resume", kill_above_mb
         )
         shown = f">{kill_above_mb:.0f} MB" if killed else f"{rss:.0f} MB"
-        print(f"{'resume':<8} {RESUME_PART / MB:>7.0f} MB {shown:>10} {wall:>7.1f} s "
+        print(f"{'resume':<10} {RESUME_PART / MB:>7.0f} MB {shown:>10} {wall:>7.1f} s "
               f"{cpu:>7.1f} s (of which {begin.wall_s:.1f} s, {begin.cpu_s:.1f} s CPU and "
               f"{begin.rss_mb:.0f} MB starting the process and loading the kernels)",
               flush=True)  # fmt: skip

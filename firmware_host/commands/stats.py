@@ -19,8 +19,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
 from ..cli.args import UsageError
@@ -91,8 +92,6 @@ def _ppm(ppm: float, unc: float) -> str:
 
 def next_part(capture: str) -> bool:
     """A recording part (``capture-…-0001.bin``) whose next part is beside it."""
-    from pathlib import Path
-
     stem, _, number = Path(capture).stem.rpartition("-")
     if capture == "-" or not stem or not number.isdigit():
         return False
@@ -116,14 +115,33 @@ def _rereadable(capture: str) -> Iterator[str]:
         yield spool.name
 
 
-def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def as_it_was(path: str) -> Callable[[], Iterator[bytes]]:
+    """A capture file's reads, every time only as far as it went when ``stats`` began: each of
+    its passes must read the same bytes, and a daemon may be appending to its part."""
+    from ..cli.args import capture_chunks
 
+    try:
+        size = Path(path).stat().st_size
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+
+    def read() -> Iterator[bytes]:
+        left = size
+        for chunk in capture_chunks(path):
+            if left <= 0:
+                break
+            yield chunk[:left]
+            left -= len(chunk)
+
+    return read
+
+
+def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..cli.args import capture_chunks, read_binary
     from ..jsonout import dumps
-    from ..link.recorder import read_rx_times
+    from ..link.recorder import RX_TIMES_DTYPE, read_rx_times
+    from ..linktools.hoststream import NotStreamable, host_stats
     from ..linktools.linkstats import link_stats
     from ..linktools.statstream import stream_stats
 
@@ -133,12 +151,19 @@ def run(args: argparse.Namespace) -> int:
         except ModuleNotFoundError as exc:
             raise UsageError(f"--png needs {exc.name}: pip install -e '.[view]'") from None
     rxt = Path(args.capture).with_suffix(".rxt") if args.capture != "-" else None
-    if rxt is not None and rxt.exists():  # host times: the whole capture (docs/memory.md)
-        capture = np.frombuffer(read_binary(args.capture), np.uint8)
-        report = link_stats(capture, read_rx_times(rxt), continues=next_part(args.capture))
-    else:
+    continues = next_part(args.capture)
+    report = None
+    if rxt is not None and rxt.exists() and rxt.stat().st_size >= RX_TIMES_DTYPE.itemsize:
+        read = as_it_was(args.capture)
+        try:  # host times, streamed (docs/memory.md)
+            report = host_stats(read, rxt, continues=continues)
+        except NotStreamable as exc:
+            sys.stderr.write(f"stats: {rxt.name}: {exc}: reading the whole capture\n")
+            capture = np.frombuffer(b"".join(read()), np.uint8)
+            report = link_stats(capture, read_rx_times(rxt), continues=continues)
+    if report is None:
         with _rereadable(args.capture) as path:
-            report = stream_stats(lambda: capture_chunks(path), continues=next_part(args.capture))
+            report = stream_stats(as_it_was(path), continues=continues)
     if report["frames"] == 0:
         raise UsageError(f"{args.capture}: no valid frame in it: not a capture")
     if args.json:

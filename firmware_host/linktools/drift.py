@@ -45,8 +45,16 @@ def slope_uncertainty(x: np.ndarray, y: np.ndarray, slope: float, floor: float =
     order = np.argsort(x, kind="stable")
     halves = np.array_split(order, 2)
     span = float(np.ptp(x)) if len(x) else 0.0
-    floor = max(floor, 2.0 * RESOLUTION_US / span if span > 0 else 0.0)
     if min(len(h) for h in halves) < MIN_HALF:
+        return halves_bound(None, slope, span, floor)
+    return halves_bound([envelope_slope(x[h], y[h])[1] for h in halves], slope, span, floor)
+
+
+def halves_bound(half_slopes: list[float] | None, slope: float, span: float, floor: float) -> float:
+    """:func:`slope_uncertainty` from the halves' slopes (None: too thin to halve) and the
+    samples' span; apart so that a streamed fit (:mod:`.envelope`) gives the same figure."""
+    floor = max(floor, 2.0 * RESOLUTION_US / span if span > 0 else 0.0)
+    if half_slopes is None:
         return floor
-    spread = [abs(envelope_slope(x[h], y[h])[1] - slope) for h in halves]
+    spread = [abs(s - slope) for s in half_slopes]
     return max(2.0 * max(spread), floor)

@@ -192,16 +192,25 @@ class HubRate:
         return part if part[1] < whole[1] else whole
 
     def _rate(self, b: int, lo: float, hi: float) -> tuple[float, float]:
-        unknown = 0.0, float(MAX_PPM[0])
         if b not in self.boots:
-            return unknown
-        hub_us, host_us = self.boots[b]
-        sel = (hub_us >= lo) & (hub_us <= hi)
-        if len(np.unique(host_us[sel])) < MIN_SYNCS:  # frames read in a few chunks
-            return unknown
-        x, y = host_us[sel], hub_us[sel] - host_us[sel]
-        _, slope = envelope_slope(x, y)
-        return slope * 1e6, slope_uncertainty(x, y, slope, 0.0) * 1e6
+            return UNKNOWN_RATE
+        return hub_rate_over(*self.boots[b], lo, hi)
+
+
+UNKNOWN_RATE = 0.0, float(MAX_PPM[0])  # the hub's rate where its arrivals cannot tell it
+
+
+def hub_rate_over(
+    hub_us: np.ndarray, host_us: np.ndarray, lo: float, hi: float
+) -> tuple[float, float]:
+    """(rate, uncertainty) in ppm of the hub against the host over hub times ``lo`` … ``hi``
+    of its frames (unwrapped stamps, arrival times in µs; :class:`HubRate`)."""
+    sel = (hub_us >= lo) & (hub_us <= hi)
+    if len(np.unique(host_us[sel])) < MIN_SYNCS:  # frames read in a few chunks
+        return UNKNOWN_RATE
+    x, y = host_us[sel], hub_us[sel] - host_us[sel]
+    _, slope = envelope_slope(x, y)
+    return slope * 1e6, slope_uncertainty(x, y, slope, 0.0) * 1e6
 
 
 def _clock_windows(
@@ -240,16 +249,42 @@ def window_figure(
     """One drift window of a node's CLOCK_SYNC samples (hub and node times unwrapped, the
     capture's time of each): ``[t_s, offset_us, ppm, ±ppm]``, or None when it has too few
     samples or too short a span to say."""
+    fit = window_fit(node, h, n, when)
+    if fit is None:
+        return None
+    return window_row(fit, hub_rate.ppm(b, fit.lo, fit.hi) if hub_rate else (0.0, 0.0))
+
+
+@dataclass
+class WindowFit:
+    """A drift window's figures against the hub (:func:`window_fit`), before the hub's own
+    rate over its stretch is added (a streamed report knows that only at its boot's end)."""
+
+    t_s: float  # the samples' median capture time
+    offset: float
+    slope: float  # node against hub
+    unc: float  # ppm
+    lo: Any  # the hub times the window's samples span
+    hi: Any
+
+
+def window_fit(node: int, h: np.ndarray, n: np.ndarray, when: np.ndarray) -> WindowFit | None:
+    """:func:`window_figure` against the hub; None: too few samples or too short a span."""
     if len(h) < MIN_SYNCS or np.ptp(h) < WINDOW_S * 1e6 / 4:
         return None
     x, y = h, h - n
     a, slope = envelope_slope(x, y)
     floor = slope_error(node, float(len(h)), float(np.ptp(x)))
     unc = slope_uncertainty(x, y, slope, floor) * 1e6
-    hub_ppm, hub_unc = hub_rate.ppm(b, x.min(), x.max()) if hub_rate else (0.0, 0.0)
-    ppm = -slope * 1e6 + hub_ppm  # node vs hub, + hub vs host
     offset = a + slope * (float(np.mean(x)) - x.min())
-    return [float(np.median(when)), float(offset), ppm, unc + hub_unc]
+    return WindowFit(float(np.median(when)), float(offset), slope, unc, x.min(), x.max())
+
+
+def window_row(fit: WindowFit, hub: tuple[float, float]) -> list[float]:
+    """``[t_s, offset_us, ppm, ±ppm]`` of a window, the hub's (rate, ±) over it added."""
+    hub_ppm, hub_unc = hub
+    ppm = -fit.slope * 1e6 + hub_ppm  # node vs hub, + hub vs host
+    return [fit.t_s, fit.offset, ppm, fit.unc + hub_unc]
 
 
 def _latency(frames: np.ndarray, timing: Timing, boot: np.ndarray) -> dict[int, dict[str, float]]:
@@ -374,7 +409,9 @@ def capture_edges(
     return problems, notes
 
 
-def _timing_notes(timing: Timing, frames: np.ndarray) -> list[str]:
+def timing_notes(timing: Timing) -> list[str]:
+    """What a reader of a report on host times should know: the speed it was scaled by, a
+    join's backlog."""
     notes = []
     if timing.speed != 1.0:
         notes.append(f"the hub's clock ran {timing.speed:g} times the host's: a table played at "
@@ -443,7 +480,7 @@ def link_stats(
     tail = len(capture) - (int(ends[-1]) + 1 if len(ends) else 0)
     joined = joined_bytes(frames[0], int(capture[0])) if len(frames) else 0
     problems, notes = capture_edges(len(capture), tail, joined, continues)
-    notes += _timing_notes(timing, frames)
+    notes += timing_notes(timing)
     trust = trust_notes(decoded.stats, notes)
     is_bad = frames["status"] >= BAD_COBS
     if joined:

@@ -17,12 +17,13 @@ What it keeps grows with what the report lists (the offsets of every bad frame, 
 and retransmission), never with the frames.  The report is the one ``link_stats``
 gives, byte for byte: the same float operations on the same values, chunk by chunk
 (``tests/linktools/test_stats_stream.py``).  A recording with host receive times
-(``.rxt``) still goes through ``link_stats`` (docs/memory.md, "Not yet").
+(``.rxt``) is read by :mod:`.hoststream`, with the same :class:`Tally` on its times.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,14 +40,17 @@ from .linkstats import (
     WINDOW_S,
     Findings,
     Timing,
+    WindowFit,
     bad_frames,
     capture_edges,
     hub_count_problems,
     reboot_problems,
     report,
     stall_problem,
+    timing_notes,
     trust_notes,
-    window_figure,
+    window_fit,
+    window_row,
 )
 from .recording import joined_bytes
 
@@ -107,12 +111,25 @@ class HubClock:
         return starts
 
 
+class HubOnly:
+    """The hub's rate against the host where there is no host clock: none (the drift
+    windows are against the hub; :class:`.hoststream.HostRates` is the other kind)."""
+
+    def row(self, fit: WindowFit, boot: int) -> Any:
+        """A closed window's entry in the report's list (made final by :meth:`final`)."""
+        return window_row(fit, (0.0, 0.0))
+
+    def final(self, row: Any) -> list[float]:
+        return row
+
+
 class _Windows:
     """The drift windows of one node in one boot: samples kept until the window after
     theirs is passed, then their figure (:func:`.linkstats.window_figure`)."""
 
-    def __init__(self, node: int, boot: int, h0: int, n0: int) -> None:
+    def __init__(self, node: int, boot: int, h0: int, n0: int, rates: HubOnly) -> None:
         self.node, self.boot, self.h0, self.n_prev = node, boot, h0, n0
+        self.rates = rates
         self.open: dict[int, list[list[float]]] = {}  # window -> [h, n, when] lists
 
     def add(self, h: np.ndarray, n_raw: np.ndarray, when: np.ndarray, out: list) -> None:
@@ -130,16 +147,26 @@ class _Windows:
         """The windows before ``below`` have all their samples: their figures to ``out``."""
         for w in sorted(w for w in self.open if w < below):
             h, n, when = (np.concatenate(c) for c in self.open.pop(w))
-            figure = window_figure(self.node, h, n, when, None, self.boot)
-            if figure is not None:
-                out.append(figure)
+            fit = window_fit(self.node, h, n, when)
+            if fit is not None:
+                out.append(self.rates.row(fit, self.boot))
+
+
+@dataclass
+class HostFigures:
+    """What host receive times add to a report (:mod:`.hoststream`); none without them."""
+
+    timing: Timing
+    host_ppm: dict[int, tuple[float, float]] = field(default_factory=dict)
+    latency: dict[int, dict[str, float]] = field(default_factory=dict)
+    dropped_at_join: int = 0
 
 
 class Tally:
-    """Everything ``stats`` reports on the hub's clock, folded in a feed at a time."""
+    """Everything ``stats`` reports, folded in a feed at a time, each frame's time given."""
 
-    def __init__(self, t_min_us: int) -> None:
-        self.t_min = np.float64(t_min_us) / 1e6
+    def __init__(self, rates: HubOnly) -> None:
+        self.rates = rates
         self.frames = 0
         self.lo, self.hi = np.inf, -np.inf  # the good frames' times
         self.bad: dict[int, tuple[list[int], list[float]]] = {}
@@ -150,14 +177,14 @@ class Tally:
         self.first_count: dict[str, int] = {}
         self.sync_boot, self.sync_prev = -1, 0  # the boot of the latest CLOCK_SYNC, its stamp
         self.windows: dict[int, _Windows] = {}  # peer -> its windows in that boot
-        self.clocks: dict[int, list[list[float]]] = {}
+        self.clocks: dict[int, list[Any]] = {}  # per node, rates.row of each window
         self.first: tuple[np.void, bool] | None = None  # the first frame, joined mid-frame?
 
-    def feed(self, decoded: Decoded, boot: np.ndarray, hub_us: np.ndarray, first: int) -> None:
+    def feed(self, decoded: Decoded, boot: np.ndarray, t_s: np.ndarray, first: int) -> None:
+        """A feed's frames, each with its boot and its time (s, the report's)."""
         frames = decoded.frames
         if not len(frames):
             return
-        t_s = hub_us.astype(np.float64) / 1e6 - self.t_min
         status = frames["status"]
         is_bad = status >= BAD_COBS
         if self.first is None:
@@ -252,7 +279,7 @@ class Tally:
                 sel = peers == node
                 if node not in self.windows:
                     first_h = int(h[sel][0])
-                    self.windows[node] = _Windows(node, b, first_h, int(peer_t[sel][0]))
+                    self.windows[node] = _Windows(node, b, first_h, int(peer_t[sel][0]), self.rates)
                 self.windows[node].add(
                     h[sel], peer_t[sel].astype(np.int64), at[sel], self.clocks.setdefault(node, [])
                 )
@@ -262,35 +289,38 @@ class Tally:
             windows.close(np.inf, self.clocks.setdefault(node, []))
         self.windows = {}
 
-    def findings(self, stats: Any, clock: HubClock, size: int, tail: int,
-                 continues: bool) -> Findings:  # fmt: skip
-        """The report's makings, once every feed is in."""
+    def findings(self, stats: Any, clock: HubClock, size: int, tail: int, continues: bool,
+                 host: HostFigures | None = None) -> Findings:  # fmt: skip
+        """The report's makings, once every feed is in (``host``: what host times add)."""
         self._close_all()
-        timing = Timing(np.zeros(0), False)
+        host = host or HostFigures(Timing(np.zeros(0), False))
+        timing = host.timing
         joined = int(self.first[0]["length"]) if self.first and self.first[1] else 0
         problems, notes = capture_edges(size, tail, joined, continues)
+        notes += timing_notes(timing)
         trust = trust_notes(stats, notes)
         bad = bad_frames(self.bad, problems)
         problems += reboot_problems(clock.reboots)
         per_type = self._per_type()
         beats = per_type.get(0, {}).get("HEARTBEAT")
         totals = {name: sum(m[name] for m in self.beats.values()) for name, _ in HUB_COUNTS}
+        totals["tx_dropped"] -= host.dropped_at_join
         return Findings(
             timing=timing,
             span=float(self.hi - self.lo) if self.hi >= self.lo else 0.0,
             frames=self.frames,
-            host_ppm={},
+            host_ppm=host.host_ppm,
             bad=bad,
             reboots=clock.reboots,
             per_type=per_type,
-            clocks={node: c for node, c in self.clocks.items() if c},
+            clocks={node: [self.rates.final(r) for r in c] for node, c in self.clocks.items() if c},
             lost=self._lost(),
             retx=self.retx,
-            latency={},
+            latency=host.latency,
             problems=problems,
             notes=notes,
             counted=hub_count_problems(totals, self.first_count) if self.beats else [],
-            dropped_at_join=0,
+            dropped_at_join=host.dropped_at_join,
             stall=stall_problem(beats, self._gap_end(0, "HEARTBEAT"), timing) if beats else None,
             trust=trust,
         )
@@ -341,16 +371,27 @@ def stream_stats(read: Callable[[], Iterable[bytes]], *, continues: bool = False
             low = int(hub_us.min()) if not seen else min(low, int(hub_us.min()))
             seen = True
     clock, decoder = HubClock(), StreamDecoder()
-    tally = Tally(low)
-    size = tail = 0
-    first = -1
+    tally = Tally(HubOnly())
+    t_min = np.float64(low) / 1e6
+    edges = Edges()
     for chunk in read():
-        if first < 0 and chunk:
-            first = chunk[0]
-        end = chunk.rfind(b"\x00")
-        tail = len(chunk) - end - 1 if end >= 0 else tail + len(chunk)
-        size += len(chunk)
+        edges.feed(chunk)
         decoded = decoder.feed(chunk)
         boot, hub_us = clock.feed(decoded)
-        tally.feed(decoded, boot, hub_us, first)
-    return report(tally.findings(decoder.stats(), clock, size, tail, continues))
+        tally.feed(decoded, boot, hub_us.astype(np.float64) / 1e6 - t_min, edges.first)
+    return report(tally.findings(decoder.stats(), clock, edges.size, edges.tail, continues))
+
+
+class Edges:
+    """A capture's first byte, its size and the bytes after its last delimiter, read by read
+    (:func:`.linkstats.capture_edges`)."""
+
+    def __init__(self) -> None:
+        self.first, self.size, self.tail = -1, 0, 0
+
+    def feed(self, chunk: bytes) -> None:
+        if self.first < 0 and chunk:
+            self.first = chunk[0]
+        end = chunk.rfind(b"\x00")
+        self.tail = len(chunk) - end - 1 if end >= 0 else self.tail + len(chunk)
+        self.size += len(chunk)

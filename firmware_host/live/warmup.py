@@ -302,6 +302,7 @@ def _live(data: bytes) -> None:
 #: The link tools' text kernel (``decode``'s listing), reached by name as :func:`kernels` reaches
 #: every kernel module: the daemon's room imports no tool above it.
 TEXT_LINES = "firmware_host.linktools.textlines"
+ENVELOPE = "firmware_host.linktools.envelope"  # ``stats``' streamed fits, reached alike
 
 
 def _replay_and_batch(data: bytes) -> None:
@@ -322,7 +323,10 @@ def _replay_and_batch(data: bytes) -> None:
 
 
 def _tools() -> None:
-    """Kernels only analysis and tests call (batch clock mapping, plain unwrapping)."""
+    """Kernels only analysis and tests call (batch clock mapping, plain unwrapping), and
+    ``stats``' envelopes (fed, and a line drawn from them)."""
+    import importlib
+
     import numpy as np
 
     from ..timing.clock_model import map_samples
@@ -331,6 +335,9 @@ def _tools() -> None:
     unwrap(np.array([4294967290, 5, 1], np.int64), 32)
     none = np.zeros(0, np.int64)
     map_samples(none, none, none, none, none, none, np.int64(5_000_000), 8)
+    fit = importlib.import_module(ENVELOPE).Envelope(merge=True)
+    fit.feed(np.arange(3.0), np.zeros(3))
+    fit.line()
 
 
 def steps() -> list[tuple[str, Callable[[], Any]]]:

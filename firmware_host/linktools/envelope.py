@@ -1,0 +1,115 @@
+"""The upper envelope of a clock's samples, built as they come: ``stats`` streamed with host
+receive times (:mod:`.hoststream`).
+
+:func:`firmware_host.timing.clock_model.envelope_line` takes every sample of a fit at
+once: the upper hull of (x, y) in ascending x (a monotone chain: each point pops the
+hull points under the chord to it), then the hull edge over the samples' mean x.  The
+chain is the same whether its points come at once or a chunk at a time, and so is the
+mean, a running sum in the samples' order (numba's ``mean`` is that loop), so a fit fed
+here chunk by chunk is the whole one's to the last bit while keeping only its hull (a
+few points: the samples of a clock lie close under a line).  :class:`Envelope` is that,
+with :func:`.drift.envelope_slope`'s merging of samples at one x (frames read in one
+chunk share a host time: the envelope touches only the highest).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# the state of a fit: hull points, samples taken, running sum of x, a sample held back
+# (the next may share its x), the first sample's x (x is taken from it, as the fits do)
+K, N, SUM, HELD, HX, HY, X0 = range(7)
+
+
+@njit(cache=True)
+def _push(hx: np.ndarray, hy: np.ndarray, k: int, x: float, y: float) -> int:
+    """One point onto the hull (``envelope_line``'s chain step); the hull's new size."""
+    while k >= 2:
+        cross = (hx[k - 1] - hx[k - 2]) * (y - hy[k - 2]) - (hy[k - 1] - hy[k - 2]) * (
+            x - hx[k - 2]
+        )
+        if cross >= 0.0:  # not a right turn: hx[k-1] is under the chord
+            k -= 1
+        else:
+            break
+    hx[k] = x
+    hy[k] = y
+    return k + 1
+
+
+@njit(cache=True)
+def envelope_feed(
+    hx: np.ndarray, hy: np.ndarray, state: np.ndarray, x: np.ndarray, y: np.ndarray, merge: bool
+) -> None:
+    """Samples (x ascending, after those before) into a fit's hull and ``state``; ``merge``:
+    samples at one x are one, the highest (:func:`.drift.envelope_slope`)."""
+    k, n, total = int(state[K]), int(state[N]), state[SUM]
+    held, px, py, x0 = state[HELD] != 0.0, state[HX], state[HY], state[X0]
+    for i in range(len(x)):
+        if held and merge and x[i] == px:
+            py = max(py, y[i])
+            continue
+        if held:
+            k = _push(hx, hy, k, px - x0, py)
+            total += px - x0
+            n += 1
+        else:
+            x0 = x[i]
+        held, px, py = True, x[i], y[i]
+    state[K], state[N], state[SUM] = k, n, total
+    state[HELD], state[HX], state[HY], state[X0] = 1.0 if held else 0.0, px, py, x0
+
+
+class Envelope:
+    """One fit's upper envelope, fed in order a chunk at a time (:func:`envelope_feed`)."""
+
+    def __init__(self, merge: bool) -> None:
+        self.merge = merge
+        self.state = np.zeros(7)
+        self.hx = np.empty(64)
+        self.hy = np.empty(64)
+        self.last = -np.inf  # the highest x so far: samples must not go back
+
+    def feed(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Samples in ascending x; False (and nothing taken) when they go back before what
+        was fed already (a fit of samples out of order is not this one's)."""
+        if not len(x):
+            return True
+        if x[0] < self.last or (len(x) > 1 and bool(np.any(x[1:] < x[:-1]))):
+            return False
+        need = int(self.state[K]) + len(x) + 1
+        if need > len(self.hx):
+            size = max(need, 2 * len(self.hx))
+            self.hx = np.concatenate((self.hx, np.empty(size - len(self.hx))))
+            self.hy = np.concatenate((self.hy, np.empty(size - len(self.hy))))
+        envelope_feed(self.hx, self.hy, self.state, x.astype(np.float64), y.astype(np.float64),
+                      self.merge)  # fmt: skip
+        self.last = float(x[-1])
+        return True
+
+    @property
+    def points(self) -> int:
+        """Samples taken (those at one x as one when merged)."""
+        return int(self.state[N]) + (self.state[HELD] != 0.0)
+
+    @property
+    def x0(self) -> float:
+        return float(self.state[X0])
+
+    def line(self) -> tuple[float, float]:
+        """(value at the first sample's x, slope): ``envelope_line`` of every sample fed."""
+        hx, hy, state = self.hx.copy(), self.hy.copy(), self.state.copy()
+        k, n, total = int(state[K]), int(state[N]), state[SUM]
+        if state[HELD] != 0.0:
+            k = _push(hx, hy, k, state[HX] - state[X0], state[HY])
+            total += state[HX] - state[X0]
+            n += 1
+        if n == 1 or k == 1:
+            return float(hy[0]), 0.0
+        xbar = total / n
+        j = 0
+        while j < k - 2 and hx[j + 1] < xbar:
+            j += 1
+        slope = (hy[j + 1] - hy[j]) / (hx[j + 1] - hx[j])
+        return float(hy[j] - slope * hx[j]), float(slope)

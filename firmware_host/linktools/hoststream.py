@@ -1,0 +1,594 @@
+"""``stats`` of a recording with host receive times (its ``.rxt``), in bounded memory.
+
+:func:`.linkstats.link_stats` times every frame by its arrival (:class:`.linkstats.Timing`)
+from per-frame arrays of the whole capture.  Its figures from host times are fits and
+percentiles over all of a boot's or a node's frames; here each is built as the frames
+come, the capture and the ``.rxt`` read together a chunk at a time (:class:`_Pass`),
+in passes that each learn what the next one needs:
+
+1. **scan**: per boot, the upper envelope of the hub's stamps over their arrival
+   (:class:`.envelope.Envelope`: the played speed is the longest boot's slope); the
+   frames' counts; that the arrival times never go back;
+2. **backlog** (only as far as it must read): a join's backlog ends at the first hub
+   frame whose lag is within ``BACKLOG_US`` of the least lag in the next minute of hub
+   time (:func:`.hosttime.backlog_end`; the minute kept, nothing more); from it the
+   time every frame is given, and the report's zero;
+3. **tally**: what ``stats`` reports on any clock (:class:`.statstream.Tally`), each frame
+   at its time; the hub's rate against the host over each boot (three envelopes: all
+   its frames and each half, :func:`.drift.slope_uncertainty`) and over each drift
+   window (the last minutes of hub frames kept: :class:`HostRates`); each node's
+   latency envelope per boot (its frames' stamps may come a little out of order: a
+   minute of them, or 4096, wait to be put in order, :class:`_Reorder`);
+4. **latency**, twice: each frame's latency counted in µs buckets, then the values
+   at the wanted ranks picked out (:mod:`.ranks`).
+
+Every figure is the one ``link_stats`` makes, by the same float operations in the same
+order (``tests/linktools/test_host_stream.py``: JSON text, byte for byte).  Where this
+cannot be so, :class:`NotStreamable` says why and ``stats`` takes the whole-capture way
+(``commands/stats.py``): ``.rxt`` offsets that go back, the first boot's hub stamps out
+of order across a minute's end of the join's search, samples further out of order than
+:data:`REORDER_US` among more than :data:`REORDER_KEEP`, a drift window reaching back
+past the hub frames kept, a percentile in buckets of more than ``ranks.MAX_KEPT`` values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from protocol.decoder import Decoded, StreamDecoder
+from protocol.kernels import DUPLICATE, OK
+
+from ..link.recorder import RX_TIMES_DTYPE
+from ..timing.unwrap import unwrap
+from .drift import MIN_HALF, halves_bound
+from .envelope import Envelope
+from .hosttime import AHEAD_US, BACKLOG_US, MIN_FRAMES, played_speed
+from .linkstats import (
+    JOIN_SETTLE_S,
+    MIN_SYNCS,
+    UNKNOWN_RATE,
+    WINDOW_S,
+    Timing,
+    WindowFit,
+    hub_rate_over,
+    report,
+    window_row,
+)
+from .ranks import Ranks, TooMany
+from .statstream import Edges, HostFigures, HubClock, Tally
+
+RX_BLOCK = 1 << 16  # .rxt records a read (1 MiB)
+REORDER_US = 60_000_000  # a node's stamps may come this much out of order (late resends)
+REORDER_KEEP = 4096  # ... and this many wait, however far apart
+WINDOW_US = int(WINDOW_S * 1e6)
+
+
+class NotStreamable(Exception):
+    """This recording's host-time figures cannot be made a chunk at a time: why."""
+
+
+class RxTimes:
+    """:func:`.recording.arrival_ns` of ascending capture positions, the ``.rxt`` read a block
+    at a time and kept from the last record used on."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("rb")
+        self.offset = np.zeros(0, np.int64)
+        self.ns = np.zeros(0, np.int64)
+        self.done = False
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        if not len(positions):
+            return np.zeros(0, np.int64)
+        while not self.done and (not len(self.offset) or self.offset[-1] <= positions[-1]):
+            block = np.fromfile(self.file, RX_TIMES_DTYPE, count=RX_BLOCK)
+            self.done = len(block) < RX_BLOCK
+            offset = np.concatenate((self.offset, block["offset"].astype(np.int64)))
+            if np.any(offset[1:] < offset[:-1]):
+                raise NotStreamable("the .rxt's offsets go back")
+            self.offset, self.ns = offset, np.concatenate((self.ns, block["host_rx_ns"]))
+        if not len(self.offset):
+            raise NotStreamable("the .rxt is empty")
+        chunk = np.maximum(np.searchsorted(self.offset, positions, side="right") - 1, 0)
+        out = self.ns[chunk]
+        keep = int(chunk[-1])
+        self.offset, self.ns = self.offset[keep:], self.ns[keep:]
+        return out
+
+    def close(self) -> None:
+        self.file.close()
+
+
+@dataclass
+class Feed:
+    """One read's frames: decoded, each one's boot, hub clock (µs, as ``hub_clock_at``) and
+    arrival (µs, as ``frame_arrival_us``), and the index of its first frame."""
+
+    decoded: Decoded
+    boot: np.ndarray
+    hub_t: np.ndarray
+    host_us: np.ndarray
+    index: int
+    chunk: bytes
+    number: int  # of the read
+
+
+class _Pass:
+    """One pass over a recording: its feeds (:class:`Feed`), each frame's arrival the time of
+    the ``.rxt`` record that holds its delimiter."""
+
+    def __init__(self, read: Callable[[], Iterable[bytes]], rxt: Path) -> None:
+        self.read, self.rxt = read, rxt
+        self.decoder, self.clock = StreamDecoder(), HubClock()
+
+    def __iter__(self) -> Iterator[Feed]:
+        rx = RxTimes(self.rxt)
+        at = index = 0
+        try:
+            for number, chunk in enumerate(self.read()):
+                decoded = self.decoder.feed(chunk)
+                boot, hub_t = self.clock.feed(decoded)
+                zeros = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 0) + at
+                ends = np.searchsorted(zeros, decoded.frames["offset"])
+                if np.any(ends >= len(zeros)):
+                    raise NotStreamable("a frame without its delimiter in its read")
+                host_us = rx.at(zeros[ends]) / 1e3
+                yield Feed(decoded, boot, hub_t, host_us, index, chunk, number)
+                at += len(chunk)
+                index += len(decoded.frames)
+        finally:
+            rx.close()
+
+
+def _hub(frames: np.ndarray) -> np.ndarray:
+    """The hub's own frames (its clock): as :func:`.hosttime.recording_speed` takes them."""
+    return np.isin(frames["status"], (OK, DUPLICATE)) & (frames["node"] == 0)
+
+
+class _Unwrap:
+    """A 32-bit stamp column unwrapped as it comes, per key (node and boot): ``unwrap_u32``
+    of the whole column, carried on from its last value."""
+
+    def __init__(self) -> None:
+        self.prev: dict[Any, int] = {}
+
+    def __call__(self, key: Any, raw: np.ndarray) -> np.ndarray:
+        raw = raw.astype(np.int64)
+        if key in self.prev:
+            out = unwrap(np.concatenate(([self.prev[key]], raw)), 32)[1:]
+        else:
+            out = unwrap(raw, 32)
+        if len(out):
+            self.prev[key] = int(out[-1])
+        return out
+
+
+@dataclass
+class _Scan:
+    """Pass 1: what the later passes need first."""
+
+    speed: float = 1.0
+    h0: float = np.inf  # the least arrival (µs)
+    read_min: list[float] = field(default_factory=list)  # per read, its least arrival (µs)
+    hub_ok: dict[int, int] = field(default_factory=dict)  # per boot, its OK hub frames
+    frames: int = 0
+
+
+def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
+    """The played speed (:func:`.hosttime.recording_speed`: the envelope of the longest boot's
+    hub stamps over their arrival, kept for every boot until the longest is known)."""
+    scan, stamps = _Scan(), _Unwrap()
+    fits: dict[int, list[Any]] = {}  # boot -> [envelope, frames, first arrival, last arrival]
+    base: dict[int, int] = {}
+    for feed in _Pass(read, rxt):
+        frames = feed.decoded.frames
+        scan.read_min.append(float(feed.host_us.min()) if len(frames) else np.inf)
+        scan.h0 = min(scan.h0, scan.read_min[-1])
+        scan.frames += len(frames)
+        hub = _hub(frames)
+        ok = (frames["status"] == OK) & (frames["node"] == 0)
+        for b in np.unique(feed.boot[ok]).tolist():
+            scan.hub_ok[b] = scan.hub_ok.get(b, 0) + int(np.count_nonzero(ok & (feed.boot == b)))
+        for b in np.unique(feed.boot[hub]).tolist():
+            mine = hub & (feed.boot == b)
+            t = stamps(b, frames["t_us"][mine])
+            base.setdefault(b, int(t[0]))
+            if b not in fits:
+                fits[b] = (envelope := Envelope(merge=False), _Reorder(envelope.feed))
+            fits[b][1].add(feed.host_us[mine], (t - base[b]).astype(np.float64))  # a shift
+            # leaves the slope as it is
+    if fits:
+        counts = np.zeros(max(fits) + 1, np.int64)
+        for b, (_, order) in fits.items():
+            counts[b] = order.n
+        envelope, order = fits[int(counts.argmax())]
+        order.flush()
+        ratio = 1.0
+        if order.n >= MIN_FRAMES and order.hi - order.lo > 0:
+            slope = envelope.line()[1]
+            ratio = float(slope) if slope > 0 else 1.0
+        scan.speed = played_speed(ratio)
+    return scan
+
+
+@dataclass
+class HostTime:
+    """Pass 2: each frame's time as ``link_stats`` gives it (:meth:`t_s`)."""
+
+    scan: _Scan
+    prompt: int = 0  # frames before it had queued before the join (0: none)
+    prompt_h: float = 0.0  # its scaled arrival
+    prompt_hub_t: float = 0.0  # its hub clock
+    t_min: float = 0.0  # the least of every frame's (scaled) arrival, in s
+    timing: Timing = field(default_factory=lambda: Timing(np.zeros(0), True))
+    backlog_ok: int = 0  # OK hub frames in the backlog
+
+    def t_s(self, feed: Feed) -> np.ndarray:
+        host_us = (feed.host_us - self.scan.h0) * self.scan.speed
+        if self.prompt > feed.index:
+            queued = slice(0, self.prompt - feed.index)
+            host_us[queued] = self.prompt_h - (self.prompt_hub_t - feed.hub_t[queued])
+        return host_us / 1e6 - self.t_min
+
+    def backlog(self, feed: Feed) -> np.ndarray:
+        """Which of a read's frames are the join's backlog."""
+        return np.arange(feed.index, feed.index + len(feed.host_us)) < self.prompt
+
+
+class _Lookahead:
+    """:func:`.hosttime.backlog_end` as the first boot's hub frames come: each judged once a
+    minute of hub time after it has come (or the boot has ended).
+
+    ``backlog_end`` finds a frame's minute ahead by a binary search of the boot's stamps,
+    which are in order but for a few ms here and there (the hub stamps a frame before
+    it sends an earlier-stamped one).  The search gives the stamps up to the minute's
+    end wherever those are a prefix of them (none later at or below it, none earlier
+    above it): that is checked, here and as the rest come.
+    """
+
+    COLUMNS = ("hub", "lag", "index", "h", "hub_t", "least_hub_t", "ok_before", "read",
+               "least_after")  # fmt: skip
+
+    def __init__(self) -> None:
+        self.pending = {c: np.zeros(0) for c in self.COLUMNS}
+        self.found: dict[str, float] | None = None
+        self.judged = 0
+        self.reach = -np.inf  # the latest minute's end a judgement took
+        self.passed = -np.inf  # the highest stamp of the frames judged
+
+    def add(self, **columns: np.ndarray) -> None:
+        if len(columns["hub"]) and columns["hub"].min() <= self.reach:
+            raise NotStreamable("a hub stamp back inside a minute judged already")
+        for c in self.COLUMNS:
+            self.pending[c] = np.concatenate((self.pending[c], columns[c]))
+
+    def judge(self, ended: bool) -> bool:
+        """Judge what can be; True once the backlog's end is known (or there is none)."""
+        p = self.pending
+        hub, lag = p["hub"], p["lag"]
+        top = hub.max() if len(hub) else -np.inf
+        i = 0
+        while i < len(hub) and (ended or hub[i] + AHEAD_US < top):
+            within = hub <= hub[i] + AHEAD_US
+            ahead = int(np.count_nonzero(within))
+            if not within[:ahead].all() or self.passed > hub[i] + AHEAD_US:
+                raise NotStreamable("the hub's stamps out of order at a minute's end")
+            self.reach = max(self.reach, hub[i] + AHEAD_US)
+            self.passed = max(self.passed, hub[i])
+            if lag[i] - lag[i : max(ahead, i + 1)].min() <= BACKLOG_US:
+                self.found = {c: p[c][i] for c in self.COLUMNS}
+                self.found["end"] = self.judged + i
+                return True
+            i += 1
+        self.judged += i
+        self.pending = {c: v[i:] for c, v in p.items()}
+        return ended
+
+
+def _backlog(read: Callable[[], Iterable[bytes]], rxt: Path, scan: _Scan) -> HostTime:
+    """A join's backlog (:func:`.linkstats._timing`), reading only until its end is known."""
+    out, look, stamps = HostTime(scan), _Lookahead(), _Unwrap()
+    least, ok_before, hub_t0 = np.inf, 0, 0.0
+    for feed in _Pass(read, rxt):
+        frames = feed.decoded.frames
+        if not len(frames):
+            continue
+        hub_t = feed.hub_t.astype(np.float64)
+        if feed.index == 0:
+            hub_t0 = float(hub_t[0])
+        h = (feed.host_us - scan.h0) * scan.speed
+        first = _hub(frames) & (feed.boot == 0)
+        ok = (frames["status"] == OK) & (frames["node"] == 0)
+        # per frame: the least hub clock and the OK hub frames before it
+        least_before = np.minimum.accumulate(np.concatenate(([least], hub_t)))[:-1]
+        ok_prior = ok_before + np.concatenate(([0], np.cumsum(ok)))[:-1]
+        t = stamps(0, frames["t_us"][first])
+        least_after = np.minimum.accumulate(feed.host_us[::-1])[::-1]  # within the read
+        look.add(
+            hub=t.astype(np.float64),
+            lag=(h[first].astype(np.int64) - t).astype(np.float64),  # as backlog_end: whole µs
+            index=np.flatnonzero(first) + feed.index,
+            h=h[first],
+            hub_t=hub_t[first],
+            least_hub_t=least_before[first],
+            ok_before=ok_prior[first],
+            read=np.full(np.count_nonzero(first), feed.number),
+            least_after=least_after[first],
+        )
+        least, ok_before = min(least, float(hub_t.min())), ok_before + int(ok.sum())
+        if look.judge(ended=bool(np.any(feed.boot > 0))):
+            break
+    else:
+        look.judge(ended=True)
+    found = look.found
+    t_min_us = 0.0  # no backlog: the first frame's (h0 - h0) * speed
+    if found is not None and found["end"] > 0:
+        out.prompt, out.prompt_h, out.prompt_hub_t = int(found["index"]), found["h"], found["hub_t"]
+        out.backlog_ok = int(found["ok_before"])
+        # the frames after it: arrivals scaled (the least, the arrivals may step back)
+        after = min(found["least_after"], *scan.read_min[int(found["read"]) + 1 :], np.inf)
+        t_min_us = min(out.prompt_h - (out.prompt_hub_t - found["least_hub_t"]),
+                       (after - scan.h0) * scan.speed)  # fmt: skip
+    out.t_min = np.float64(t_min_us) / 1e6
+    joined = out.prompt > 0
+    out.timing = Timing(
+        np.zeros(0),
+        True,
+        scan.speed,
+        np.ones(out.prompt, bool),  # the first frames: link_stats' mask, as its count
+        float(out.prompt_hub_t - hub_t0) / 1e6 if joined else 0.0,
+        float(np.float64(out.prompt_h) / 1e6 - out.t_min) + JOIN_SETTLE_S if joined else -np.inf,
+    )
+    return out
+
+
+class _BootRate:
+    """The hub against the host over one boot (:class:`.linkstats.HubRate`), built as its
+    frames come: the envelope of all of them and of each half (the halves split where
+    ``np.array_split`` splits the boot's frames), and the last minutes of them for the
+    drift windows (:func:`.linkstats.hub_rate_over` of a window's stretch)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.taken = n, 0
+        self.all, self.halves = Envelope(merge=True), (Envelope(merge=True), Envelope(merge=True))
+        self.order = _Reorder(self._take)
+        self.hub = np.zeros(0, np.int64)  # the recent frames: stamps and arrivals
+        self.host = np.zeros(0)
+        self.dropped = -np.inf  # frames below this stamp are no longer kept
+        self.closed = -np.inf  # the highest stamp a window has been figured up to
+
+    def add(self, hub_us: np.ndarray, host_us: np.ndarray) -> None:
+        if not len(hub_us):
+            return
+        if hub_us.min() <= self.closed:
+            raise NotStreamable("a hub frame within a drift window already figured")
+        self.order.add(host_us, hub_us - host_us)
+        self.hub, self.host = (
+            np.concatenate((self.hub, hub_us)),
+            np.concatenate((self.host, host_us)),
+        )
+
+    def _take(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Samples in arrival order: into the fit of all and of the half each falls in."""
+        split = min(max(self.n - self.n // 2 - self.taken, 0), len(x))  # those of the first
+        self.taken += len(x)
+        first = self.halves[0].feed(x[:split], y[:split])
+        return self.all.feed(x, y) & first & self.halves[1].feed(x[split:], y[split:])
+
+    def drop_below(self, stamp: float) -> None:
+        keep = self.hub >= stamp
+        if not keep.all():
+            self.dropped = max(self.dropped, float(self.hub[~keep].max()))
+            self.hub, self.host = self.hub[keep], self.host[keep]
+
+    def part(self, lo: float, hi: float) -> tuple[float, float]:
+        if lo <= self.dropped:
+            raise NotStreamable("a drift window reaches back past the hub frames kept")
+        self.closed = max(self.closed, float(hi))
+        return hub_rate_over(self.hub, self.host, lo, hi)
+
+    def whole(self) -> tuple[float, float]:
+        self.order.flush()
+        if self.all.points < MIN_SYNCS:
+            return UNKNOWN_RATE
+        slope = self.all.line()[1]
+        halves = None
+        if min(self.n - self.n // 2, self.n // 2) >= MIN_HALF:
+            halves = [h.line()[1] for h in self.halves]
+        span = self.order.hi - self.order.lo
+        return slope * 1e6, halves_bound(halves, slope, span, 0.0) * 1e6
+
+
+class HostRates:
+    """The hub's rate against the host per boot (:class:`_BootRate`) and each drift
+    window's entry: node against hub, plus the hub against the host over the window's
+    stretch or over its boot, whichever is known better (:meth:`.linkstats.HubRate.ppm`),
+    made final once the boot's rate is known."""
+
+    def __init__(self, counts: dict[int, int]) -> None:
+        self.boots = {b: _BootRate(n) for b, n in sorted(counts.items()) if n >= MIN_SYNCS}
+        self.stamps = _Unwrap()
+
+    def add(self, feed: Feed, t_s: np.ndarray, backlog: np.ndarray) -> None:
+        frames = feed.decoded.frames
+        mine = (frames["status"] == OK) & (frames["node"] == 0) & ~backlog
+        for b in np.unique(feed.boot[mine]).tolist():
+            sel = mine & (feed.boot == b)
+            stamps = self.stamps(b, frames["t_us"][sel])
+            if b in self.boots:
+                self.boots[b].add(stamps, t_s[sel] * 1e6)
+
+    def trim(self, tally: Tally) -> None:
+        """Keep the frames an open window (or one to come) may ask for: from a window before
+        the lowest open one's samples, or before the latest hub frame; none of a boot whose
+        windows are all closed (a later boot's samples have begun)."""
+        for b, rate in self.boots.items():
+            if b < tally.sync_boot:
+                rate.drop_below(np.inf)
+            elif len(rate.hub):
+                low = [float(rate.hub[-1])]
+                if b == tally.sync_boot:
+                    low += [min(float(h.min()) for h in kept[0])
+                            for w in tally.windows.values() for kept in w.open.values()]  # fmt: skip
+                rate.drop_below(min(low) - WINDOW_US)
+
+    def row(self, fit: WindowFit, boot: int) -> Any:
+        part = self.boots[boot].part(fit.lo, fit.hi) if boot in self.boots else UNKNOWN_RATE
+        return fit, boot, part
+
+    def whole(self, boot: int) -> tuple[float, float]:
+        return self.boots[boot].whole() if boot in self.boots else UNKNOWN_RATE
+
+    def final(self, row: Any) -> list[float]:
+        fit, boot, part = row
+        whole = self.whole(boot)
+        return window_row(fit, part if part[1] < whole[1] else whole)
+
+
+class _Reorder:
+    """Samples into fits in ascending x, as the fits sort them (stable: ties in the order
+    they came): each waits until x has gone :data:`REORDER_US` past it (a late resend
+    comes with an older stamp; a host's receive times may step back a little) and more
+    than :data:`REORDER_KEEP` wait (a node heard a few times an hour: its stamps,
+    unwrapped across gaps of over half the clock's 71.6 min, may step back by any
+    amount, and all of them wait for the end)."""
+
+    def __init__(self, sink: Callable[[np.ndarray, np.ndarray], bool]) -> None:
+        self.sink = sink  # takes samples in order; False: they go back before those it took
+        self.x: list[np.ndarray] = [np.zeros(0)]
+        self.y: list[np.ndarray] = [np.zeros(0)]
+        self.n = self.waiting = 0
+        self.lo, self.hi = np.inf, -np.inf
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> None:
+        if not len(x):
+            return
+        self.x.append(x)
+        self.y.append(y)
+        self.n += len(x)
+        self.waiting += len(x)
+        self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
+        if self.waiting > REORDER_KEEP:
+            self.flush(self.hi - REORDER_US)
+
+    def flush(self, below: float = np.inf) -> None:
+        x, y = np.concatenate(self.x), np.concatenate(self.y)
+        order = np.argsort(x, kind="stable")
+        go = order[x[order] < below]
+        if not self.sink(x[go], y[go]):
+            raise NotStreamable("samples came further out of order than a minute")
+        rest = np.ones(len(x), bool)
+        rest[go] = False
+        self.x, self.y = [x[rest]], [y[rest]]
+        self.waiting = len(self.x[0])
+
+
+class _Latency:
+    """Each node's arrival latency above its fastest frames (:func:`.linkstats._latency`):
+    the samples, per node and boot, of the frames it counts."""
+
+    def __init__(self) -> None:
+        self.stamps = _Unwrap()
+
+    def samples(self, feed: Feed, t_s: np.ndarray, backlog: np.ndarray) -> Iterator[Any]:
+        """((node, boot), stamps, stamp minus arrival) of a read's frames, per node and boot."""
+        frames = feed.decoded.frames
+        good = (frames["status"] == OK) & ~backlog
+        key = frames["node"].astype(np.int64) * (1 << 32) + feed.boot
+        for k in np.unique(key[good]).tolist():
+            sel = good & (key == k)
+            stamp = self.stamps(k, frames["t_us"][sel]).astype(np.float64)
+            yield divmod(k, 1 << 32), stamp, stamp - t_s[sel] * 1e6
+
+
+def host_stats(
+    read: Callable[[], Iterable[bytes]], rxt: Path, *, continues: bool = False
+) -> dict[str, Any]:
+    """``link_stats(capture, read_rx_times(rxt))`` of the capture ``read()`` yields in chunks
+    (called up to five times), in memory that does not grow with it; :class:`NotStreamable`
+    when that cannot be the same report."""
+    scan = _scan(read, rxt)
+    if not scan.frames:
+        raise NotStreamable("no frame")
+    host = _backlog(read, rxt, scan)
+    counts = dict(scan.hub_ok)
+    if host.backlog_ok:
+        counts[0] -= host.backlog_ok
+    rates, latency = HostRates(counts), _Latency()
+    tally, edges = Tally(rates), Edges()
+    fits: dict[tuple[int, int], tuple[Envelope, _Reorder]] = {}
+    at_join: int | None = None
+    joined_until = host.timing.joined_until_s
+    passes = _Pass(read, rxt)
+    for feed in passes:
+        edges.feed(feed.chunk)
+        t_s, backlog = host.t_s(feed), host.backlog(feed)
+        rates.add(feed, t_s, backlog)
+        tally.feed(feed.decoded, feed.boot, t_s, edges.first)
+        rates.trim(tally)
+        beats = feed.decoded.tables.get("HEARTBEAT")
+        if at_join is None and np.isfinite(joined_until) and beats is not None and len(beats):
+            when = t_s[np.searchsorted(feed.decoded.frames["offset"], beats["offset"])]
+            settled = np.flatnonzero(when > joined_until)
+            if len(settled):
+                at_join = int(beats["tx_dropped"][settled[0]])
+        for (node, boot), x, y in latency.samples(feed, t_s, backlog):
+            for done in [k for k in fits if k[1] < boot]:
+                fits[done][1].flush()  # a boot's frames end where the next boot's begin
+            if (node, boot) not in fits:
+                fits[node, boot] = (envelope := Envelope(merge=True), _Reorder(envelope.feed))
+            fits[node, boot][1].add(x, y)
+    if np.isfinite(joined_until) and at_join is None and tally.beats:
+        raise NotStreamable("no HEARTBEAT after the join")  # link_stats fails on it too
+    for _, order in fits.values():
+        order.flush()
+    figures = HostFigures(
+        host.timing,
+        {b: rates.whole(b) for b in rates.boots},
+        _latencies(read, rxt, host, fits),
+        at_join or 0,
+    )
+    findings = tally.findings(passes.decoder.stats(), passes.clock, edges.size, edges.tail,
+                              continues, figures)  # fmt: skip
+    return report(findings)
+
+
+def _latencies(
+    read: Callable[[], Iterable[bytes]],
+    rxt: Path,
+    host: HostTime,
+    fits: dict[tuple[int, int], tuple[Envelope, _Reorder]],
+) -> dict[int, dict[str, float]]:
+    """Per node, p50, p95 and max of its frames' latency (ms) above its envelope, over its
+    boots of two frames or more: counted in one pass, the wanted ranks kept in another."""
+    lines = {}
+    for key, (envelope, order) in fits.items():
+        if order.n >= 2:
+            a, slope = envelope.line()
+            lines[key] = (a, slope, envelope.x0)
+    ranks = {node: Ranks() for node, _ in sorted(lines)}
+    for keep in (False, True):
+        if keep:
+            try:
+                for r in ranks.values():
+                    r.plan()
+            except TooMany as exc:
+                raise NotStreamable(f"{exc} latencies at a percentile's rank") from None
+        latency = _Latency()
+        for feed in _Pass(read, rxt):
+            t_s, backlog = host.t_s(feed), host.backlog(feed)
+            for key, x, y in latency.samples(feed, t_s, backlog):
+                if key in lines:
+                    a, slope, x0 = lines[key]
+                    lat = ((a + slope * (x - x0)) - y) / 1e3
+                    (ranks[key[0]].keep if keep else ranks[key[0]].count)(lat)
+    out = {}
+    for node, r in ranks.items():
+        p50, p95, top = r.percentiles()
+        out[node] = {"p50_ms": float(p50), "p95_ms": float(p95), "max_ms": float(top)}
+    return out
