@@ -106,7 +106,6 @@ Side = Annotated[int, Int(0, SIDES - 1), Slot(("A",))]
 Positions = dict[str, list[float]]  # ball number -> [x_mm, y_mm]
 Layout = Annotated[Positions | None, Shape("positions", null=True), Built("positions")]
 Resting = Annotated[dict[str, list[int]] | None, Shape("frozen", null=True), Built("frozen")]
-Uncertain = Annotated[bool, Slot(("C",), "uncertain")]  # written (false) only when in doubt
 
 
 class TableSize(TypedDict):
@@ -183,8 +182,9 @@ class CushionEvent(_Event, total=False):
     cushion: Required[Side]
     # too soft for the rails: the tracker saw the touch ...
     source: Annotated[Literal["tracker"], Slot(("B",), "tracker_source")]
-    # ... at a pocket's mouth before the frames could decide: it may have been
-    certain: Uncertain
+    # ... at a pocket's mouth before the frames could decide: it may have been (C; only a
+    # touch the tracker saw carries the doubt)
+    certain: Annotated[bool, Slot(("B", "C"), "touch_uncertain")]
 
 
 class PocketEvent(_Event, total=False):
@@ -199,7 +199,9 @@ class LineCrossEvent(_Event, total=False):
     ball: Required[Ball]
     line: Required[Annotated[str, OneOf(LINE_NAMES), Slot(("A",), "line")]]
     direction: Annotated[str | None, OneOf((*DIRECTIONS, None)), Slot(("B",), "direction")]
-    certain: Uncertain  # the ball stopped within the curtain's ambiguity, the tracker undecided
+    # written (false) only when in doubt: the ball stopped within the curtain's ambiguity, the
+    # tracker undecided
+    certain: Annotated[bool, Slot(("C",), "uncertain")]
 
 
 class BallMovedEvent(_Event, total=False):

@@ -41,6 +41,12 @@ def _status(code_who: tuple[int, int]) -> str:
     return NODE_STATUS_CODES.get(code, str(code))
 
 
+def _touch_uncertain(source_doubt: tuple[int, int]) -> Any:
+    """A cushion touch the tracker saw at a pocket's mouth before its frames could decide."""
+    source, doubt = source_doubt
+    return False if source == records.SOURCE_TRACKER and doubt else OMIT
+
+
 #: converter name (a ``Slot``'s ``via``) -> its function of the slot's value (of a tuple of
 #: values where a ``Slot`` names several slots)
 CONVERT: dict[str, Callable[[Any], Any]] = {
@@ -53,6 +59,7 @@ CONVERT: dict[str, Callable[[Any], Any]] = {
     "direction": _DIRECTIONS.__getitem__,
     "uncertain": lambda v: False if v else OMIT,
     "tracker_source": lambda v: "tracker" if v == records.SOURCE_TRACKER else OMIT,
+    "touch_uncertain": _touch_uncertain,
     "certain": lambda flags: bool(flags & records.FLAG_CERTAIN),
     "interrupted": lambda flags: bool(flags & records.FLAG_INTERRUPTED),
     "key": lambda v: KEYPAD_KEYS.get(v, str(v)),
