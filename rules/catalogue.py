@@ -238,6 +238,8 @@ Event = (
     | LineCrossEvent
     | BallMovedEvent
 )
+#: the events a running shot collects, judged at its end (a tip or ball contact also at once)
+InShotEvent = CueContactEvent | BallContactEvent | CushionEvent | PocketEvent | LineCrossEvent
 COMMON_KEYS = ("t_us", "type", "shot")
 
 
