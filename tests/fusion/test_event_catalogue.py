@@ -75,11 +75,11 @@ def _events_md_keys() -> dict[str, set[str]]:
     text = EVENTS_MD.read_text(encoding="utf-8")
     table = text[text.index("## Ordered events") : text.index("## Verdicts")]
     rows = re.findall(r"^\| `(\w+)` \| (.*) \|$", table, re.MULTILINE)
-    others = {name: set(catalogue.NAMES) - {name} for name in catalogue.NAMES}
-    return {
-        name: set(re.findall(r"`(\w+)`", extra)) - set(catalogue.COMMON_KEYS) - others[name]
-        for name, extra in rows
-    }
+    keys = {}
+    for name, extra in rows:
+        others = {*catalogue.COMMON_KEYS, *catalogue.NAMES} - {name}
+        keys[name] = set(re.findall(r"`(\w+)`", extra)) - others
+    return keys
 
 
 def test_each_typeddict_holds_the_catalogues_keys_and_events_mds() -> None:
