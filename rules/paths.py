@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from itertools import combinations, pairwise
+from typing import Any
 
 from .config import RulesConfig
 from .shot import (
@@ -74,7 +75,7 @@ def unreported(shot: Shot, config: RulesConfig, after_us: int) -> list[Event]:
     told = [
         e for e in shot.events if e["type"] in ("cushion", "ball_contact") or is_centre_cross(e)
     ]
-    out: list[Event] = []
+    out: list[dict[str, Any]] = []  # made here, marked unreported below
 
     def known(kind: str, key: object, t: int, near_us: int) -> bool:
         said = [e for e in told if e["type"] == kind and _key(e) == key]

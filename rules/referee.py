@@ -21,6 +21,7 @@ from typing import Any
 
 from protocol.geometry import DEFAULT_TABLE, Table
 
+from . import catalogue  # the event types, as the handlers read them
 from .catalogue import NEEDED_KEYS  # the keys the engine needs beyond t_us and type
 from .config import SENSOR_NODES, RulesConfig, SensorSet
 from .paths import moved_findings
@@ -111,7 +112,7 @@ class Referee:
         self._nodes: frozenset[str] = frozenset(SENSOR_NODES)
         self._down: set[str] = set()
         self.shot: Shot | None = None
-        self._declared: set[int | None] = set()
+        self._declared: set[int | str | None] = set()  # DECLARE_FROZEN args, as shot.declared
         self._early_tips: list[Event] = []
         self._interrupted: Event | None = None  # the end a new tip contact cut short (14.2)
         self._estimated_end: Event | None = None  # the last shot_end, if only an estimate
@@ -144,12 +145,12 @@ class Referee:
 
     # ------------------------------------------------------------ sensors and table
 
-    def _on_boot(self, ev: Event) -> list[Line]:
+    def _on_boot(self, ev: catalogue.BootEvent) -> list[Line]:
         out = self.finish()
         self._nodes = frozenset(ev.get("nodes") or SENSOR_NODES)
         self._down.clear()
-        size = ev.get("table") or {}
-        if size:
+        size = ev.get("table")
+        if size:  # null or {}: the default table
             self.table = Table(
                 float(size["length_mm"]), float(size["width_mm"]), float(size["ball_mm"])
             )
@@ -157,7 +158,7 @@ class Referee:
             self.state.break_pending = "boot"
         return out
 
-    def _on_node_status(self, ev: Event) -> list[Line]:
+    def _on_node_status(self, ev: catalogue.NodeStatusEvent) -> list[Line]:
         node = ev.get("node")
         name = str(
             SENSOR_NODES[node] if isinstance(node, int) and 0 <= node < len(SENSOR_NODES) else node
@@ -167,7 +168,7 @@ class Referee:
 
     # ------------------------------------------------------------ a shot
 
-    def _on_shot_start(self, ev: Event) -> list[Line]:
+    def _on_shot_start(self, ev: catalogue.ShotStartEvent) -> list[Line]:
         out = []
         if self.shot is not None:  # no shot_end: the new tip contact interrupted it
             self._interrupted = ev | {"certain": self.sensors.tracker}
@@ -228,7 +229,7 @@ class Referee:
         others = [b for b in pos if b != cue]
         return min(others, key=lambda b: math.dist(pos[b], pos[cue])) if others else None
 
-    def _collect(self, ev: Event) -> list[Line]:
+    def _collect(self, ev: catalogue.InShotEvent) -> list[Line]:
         # A tip contact of the next shot may come before that shot's shot_start at the same t_us.
         next_tip = ev["type"] == "cue_contact" and (
             self.shot is None or ev.get("shot") not in (None, self.shot.number)
@@ -255,7 +256,7 @@ class Referee:
 
     _on_cue_contact = _on_ball_contact = _on_cushion = _on_pocket = _on_line_cross = _collect
 
-    def _on_shot_end(self, ev: Event) -> list[Line]:
+    def _on_shot_end(self, ev: catalogue.ShotEndEvent) -> list[Line]:
         if self.shot is None:
             return []
         self.shot.end = ev
@@ -324,7 +325,7 @@ class Referee:
 
     # ------------------------------------------------------------ between shots
 
-    def _on_ball_moved(self, ev: Event) -> list[Line]:
+    def _on_ball_moved(self, ev: catalogue.BallMovedEvent) -> list[Line]:
         reason = f"{ball_name(ev.get('ball'))} was touched and moved"
         if self.shot is not None:
             self.shot.moved.append(ev)  # judged at the shot's end, against the balls' paths
@@ -340,7 +341,7 @@ class Referee:
         self._foul(player, False)
         return [line]
 
-    def _on_rest(self, ev: Event) -> list[Line]:
+    def _on_rest(self, ev: catalogue.RestEvent) -> list[Line]:
         """Before a break: the rack check (8) and the 11.3 warning.  After a boot a break is
         expected only if the balls look racked (else the host restarted mid-frame)."""
         st = self.state
@@ -391,7 +392,7 @@ class Referee:
         self._rack_notice = ""
         self._last = None  # a new frame settles the last one's verdicts
 
-    def _on_keypad(self, ev: Event) -> list[Line]:
+    def _on_keypad(self, ev: catalogue.KeypadEvent) -> list[Line]:
         key, arg = ev.get("key"), ev.get("arg")
         st = self.state
         if key in TWELVE_TWO:
@@ -416,7 +417,7 @@ class Referee:
             return self._referee_clear(ev)
         return []
 
-    def _twelve_two(self, ev: Event, key: str) -> list[Line]:
+    def _twelve_two(self, ev: catalogue.KeypadEvent, key: str) -> list[Line]:
         st = self.state
         offender = st.awaiting_choice
         if offender is None:
@@ -438,7 +439,7 @@ class Referee:
             text += f"; re-rack {st.rack_n} balls (incomplete pyramid, item 8)"
         return [_notice(ev, "12.2", text)]
 
-    def _referee_foul(self, ev: Event, rule: str) -> list[Line]:
+    def _referee_foul(self, ev: catalogue.KeypadEvent, rule: str) -> list[Line]:
         """A foul no sensor sees: in a shot, one more of its fouls; after it, that verdict becomes a foul."""
         finding = Finding(rule, f"the referee called a foul under item {rule}", (ev["t_us"],))
         if self.shot is not None:
@@ -486,7 +487,7 @@ class Referee:
         self._last = replace(last, line=line)
         return [*lines, line]
 
-    def _referee_clear(self, ev: Event) -> list[Line]:
+    def _referee_clear(self, ev: catalogue.KeypadEvent) -> list[Line]:
         """Overrule the last verdict: the match goes on as if it had been legal."""
         last = self._last
         if last is None:

@@ -16,6 +16,7 @@ show that no sensor reported, and the evidence rule 17 is weighed against).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -24,7 +25,9 @@ from protocol.geometry import DEFAULT_TABLE, Table
 
 from .config import RulesConfig
 
-Event = dict[str, Any]
+# An event as the checks read it, of any type: the referee takes each type as its TypedDict
+# (rules/catalogue.py, ``CushionEvent`` ...) and hands them on as this, read-only.
+Event = Mapping[str, Any]
 Point = tuple[float, float]
 Path = tuple[int, float, float]  # t_us, x, y
 
@@ -55,7 +58,9 @@ class Shot:
     start: Event
     events: list[Event] = field(default_factory=list)
     end: Event | None = None
-    declared: set[int | None] = field(default_factory=set)  # DECLARE_FROZEN; None: nearest, unknown
+    # DECLARE_FROZEN; None: nearest, unknown; a string (judge lets a hand-written arg be one)
+    # matches no ball
+    declared: set[int | str | None] = field(default_factory=set)
     fouls: list[Finding] = field(
         default_factory=list
     )  # 14.2, 11.3, 17, keypad calls: not from the stroke

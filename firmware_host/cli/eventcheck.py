@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from rules import catalogue
 from rules.catalogue import NEEDED_KEYS
 
 MAX_LINE = 16 << 20  # bytes: a shot_end with every path is far below this
@@ -30,7 +31,7 @@ MAX_T_US = 2**63 - 1
 MAX_MM = 1e6  # a coordinate or size beyond a kilometre is no billiards table
 MAX_SIZE_MM = 100_000.0
 BALLS = 16  # 0 the coloured ball, 1-15 white
-SIDES = 6  # cushions and pockets, 0-5
+SIDES = catalogue.SIDES  # cushions and pockets, 0-5
 
 
 class BadEvent(ValueError):
@@ -204,52 +205,46 @@ def _nullable(check: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     return inner
 
 
-def _ranged_int(lo: int, hi: int) -> Callable[[Any, str], None]:
-    return lambda v, what: _int(v, what, lo, hi)
-
-
-def _ranged_num(lo: float, hi: float) -> Callable[[Any, str], None]:
-    return lambda v, what: _num(v, what, lo, hi)
-
-
-def _one_of(*choices: str | None) -> Callable[[Any, str], None]:
-    return lambda v, what: _text(v, what, choices)
-
-
 Check = Callable[[Any, str], None]
-SIDE = _ranged_int(0, SIDES - 1)
-POSITIONS = _nullable(_positions)
-FROZEN = _nullable(_frozen)
 
-# type -> key -> its check; EVENTS.md's table of event types.  Which keys are required is
-# the event catalogue's (rules.catalogue.NEEDED_KEYS: what the rules cannot judge without);
-# the others are checked when present.
+#: a catalogue ``Shape``'s kind -> its check
+KINDS: dict[str, Check] = {
+    "ball": _ball,
+    "two_balls": _two_balls,
+    "flag": _flag,
+    "text": _text,
+    "node": _node,
+    "arg": _arg,
+    "nodes": _nodes,
+    "table": _table,
+    "positions": _positions,
+    "frozen": _frozen,
+    "paths": _paths,
+}
+
+
+def _check(rule: catalogue.Check) -> Check:
+    """The check of one catalogue rule for a key (its range, its choices or its shape)."""
+    if isinstance(rule, catalogue.Shape):
+        return _nullable(KINDS[rule.kind]) if rule.null else KINDS[rule.kind]
+    if isinstance(rule, catalogue.OneOf):
+        choices = rule.choices
+        return lambda v, what: _text(v, what, choices)
+    if isinstance(rule, catalogue.Num):
+        low, high = rule.lo, rule.hi
+        return lambda v, what: _num(v, what, low, high)
+    lo, hi = rule.lo, rule.hi
+    check: Check = lambda v, what: _int(v, what, lo, hi)
+    return _nullable(check) if rule.null else check
+
+
+# type -> key -> its check, in the order the keys are checked: the event catalogue's
+# (rules/catalogue.py) keys that EVENTS.md's table names.  Which are required is the
+# catalogue's too (NEEDED_KEYS: what the rules cannot judge without); the others are checked
+# when present.
 SHAPES: dict[str, dict[str, Check]] = {
-    "boot": {
-        "boot_id": _nullable(_ranged_int(0, 2**64 - 1)),
-        "table": _nullable(_table),
-        "nodes": _nullable(_nodes),
-    },
-    "shot_start": {"cue_ball": _ball, "balls": POSITIONS, "frozen": FROZEN},
-    "cue_contact": {"duration_us": _ranged_num(0, 1e9), "force_n": _ranged_num(0, 1e6)},
-    "ball_contact": {"balls": _two_balls},
-    "cushion": {"ball": _ball, "cushion": SIDE},
-    "pocket": {"ball": _ball, "pocket": SIDE, "colour": _one_of("white", "coloured", None)},
-    "line_cross": {
-        "ball": _ball,
-        "line": _one_of("centre", "house"),
-        "direction": _one_of("front", "back", None),
-    },
-    "ball_moved": {"ball": _ball},
-    "shot_end": {
-        "balls": POSITIONS,
-        "certain": _flag,
-        "interrupted": _flag,
-        "paths": _nullable(_paths),
-    },
-    "rest": {"balls": POSITIONS, "frozen": FROZEN},
-    "keypad": {"key": _nullable(_text), "arg": _arg},
-    "node_status": {"node": _node, "status": _nullable(_text)},
+    name: {key.name: _check(key.check) for key in keys if key.check is not None}
+    for name, keys in catalogue.KEYS.items()
 }
 
 

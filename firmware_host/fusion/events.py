@@ -1,7 +1,8 @@
 """Fusion's Python edge: kernel state, event records to EVENTS.md dicts, the ordered release.
 
-Events are few (thousands an hour), so each becomes a dict here; the
-per-frame work stays in :func:`.fuse.fuse`.  The kernel emits some events
+Events are few (thousands an hour), so each becomes a dict here
+(:func:`.dicts.to_dict`, as the event catalogue says); the per-frame work
+stays in :func:`.fuse.fuse`.  The kernel emits some events
 with a time in the recent past (a contact derived between two tracker
 frames, a shot start whose struck ball was known a frame later), so they
 wait in a heap keyed by (hub time, type order, emission number) and leave
@@ -18,19 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from firmware_host.timing.timeline import INFERRED_BOOT, Ordered
-from protocol.catalogue import KEYPAD_KEYS, NODE_NAMES, NODE_STATUS_CODES
-from protocol.geometry import DEFAULT_TABLE, LINE_NAMES, Table
+from firmware_host.timing.timeline import Ordered
+from protocol.geometry import DEFAULT_TABLE, Table
 
 from . import records
+from .dicts import to_dict
 from .fuse import fuse, settle
 from .geometry import geometry
 from .records import N_COUNTERS, Out
 from .state import IN_SHOT, LINE_HELD, SHOT_FRAMES, SHOT_NUMBER, FusionState, Params, new_state
-
-COLOURS = {0: "white", 1: "coloured"}
-DIRECTIONS = {0: "front", 1: "back"}
-
 
 RING_DOWN_US = 4_000  # ICD §7 rails: an impact may retrigger on its cushion within 4 ms
 RAILS_JITTER_US = 50  # ICD §7 rails: onset jitter σ
@@ -69,110 +66,6 @@ def fusion_arrays(params: FusionParams, table: Table) -> FusionState:
     return new_state(
         params.kernel(), geometry(table, params.frozen_gap_mm), np.zeros(N_COUNTERS, np.int64)
     )
-
-
-def _ball(b: int) -> int | None:
-    return None if b < 0 else int(b)
-
-
-def _layout(
-    snap: np.ndarray, frozen: np.ndarray
-) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
-    balls = {
-        str(b): [round(float(snap[b, 0]), 1), round(float(snap[b, 1]), 1)]
-        for b in range(16)
-        if snap[b, 2]
-    }
-    rest = {
-        str(b): [c for c in range(6) if frozen[b] >> c & 1]
-        for b in range(16)
-        if snap[b, 2] and frozen[b]
-    }
-    return balls, rest
-
-
-def to_dict(
-    rec: np.ndarray, snaps: np.ndarray, frozen: np.ndarray, paths: np.ndarray
-) -> dict[str, Any]:
-    """One event record as its EVENTS.md line."""
-    etype = int(rec[records.O_TYPE])
-    shot = int(rec[records.O_SHOT])
-    out: dict[str, Any] = {
-        "t_us": int(rec[records.O_T]),
-        "type": records.EVENT_NAMES[etype],
-        "shot": shot if shot > 0 else None,
-    }
-    a, b = int(rec[records.O_A]), int(rec[records.O_B])
-    snap = int(rec[records.O_SNAP])
-    balls, rest = _layout(snaps[snap], frozen[snap]) if snap >= 0 else ({}, {})
-    if etype == records.EV_BOOT:
-        ball_um = int(rec[records.O_E])
-        # a boot the timeline inferred (a join, a reboot whose HELLO was lost) has no id
-        out["boot_id"] = a if a != INFERRED_BOOT else None
-        if a == INFERRED_BOOT:
-            out["inferred"] = True
-        out["table"] = {
-            "length_mm": float(rec[records.O_C]),
-            "width_mm": float(rec[records.O_D]),
-            "ball_mm": ball_um / 1000,
-        }
-        out["nodes"] = [NODE_NAMES[n] for n in range(8) if (b | 1) >> n & 1]
-    elif etype == records.EV_SHOT_START:
-        out |= {"cue_ball": _ball(int(rec[records.O_BALL])), "balls": balls, "frozen": rest}
-    elif etype == records.EV_CUE_CONTACT:
-        out |= {"duration_us": a, "force_n": b / 10}
-    elif etype == records.EV_BALL_CONTACT:
-        out["balls"] = [_ball(int(rec[records.O_BALL])), _ball(a)]
-    elif etype == records.EV_CUSHION:
-        out |= {"ball": _ball(int(rec[records.O_BALL])), "cushion": a}
-        if b == records.SOURCE_TRACKER:  # too soft for the rails: the tracker saw the touch
-            out["source"] = "tracker"
-            if rec[
-                records.O_C
-            ]:  # at a pocket's mouth before the frames could decide: it may have been
-                out["certain"] = False
-    elif etype == records.EV_POCKET:
-        out |= {"ball": _ball(int(rec[records.O_BALL])), "pocket": a, "colour": COLOURS.get(b)}
-    elif etype == records.EV_LINE_CROSS:
-        out |= {
-            "ball": _ball(int(rec[records.O_BALL])),
-            "line": LINE_NAMES[a],
-            "direction": DIRECTIONS[b],
-        }
-        if rec[
-            records.O_C
-        ]:  # the ball stopped within the curtain's ambiguity, the tracker undecided
-            out["certain"] = False
-    elif etype == records.EV_BALL_MOVED:
-        out["ball"] = _ball(int(rec[records.O_BALL]))
-    elif etype == records.EV_SHOT_END:
-        flags = int(rec[records.O_FLAGS])
-        trail: dict[str, list[list[float]]] = {}
-        points = paths[int(rec[records.O_PATH0]) : int(rec[records.O_PATH1])]
-        xy = np.round(points[:, 2:4], 1).tolist()
-        for ball, t, (x, y) in zip(
-            points[:, 0].astype(int).tolist(), points[:, 1].astype(np.int64).tolist(), xy
-        ):
-            trail.setdefault(str(ball), []).append([t, x, y])
-        out |= {
-            "balls": balls,
-            "certain": bool(flags & records.FLAG_CERTAIN),
-            "interrupted": bool(flags & records.FLAG_INTERRUPTED),
-            "paths": trail,
-        }
-    elif etype == records.EV_REST:
-        out |= {"balls": balls, "frozen": rest}
-    elif etype == records.EV_KEYPAD:
-        out |= {"key": KEYPAD_KEYS.get(a, str(a)), "arg": b}
-    elif etype == records.EV_NODE_STATUS:
-        who = int(rec[records.O_C])
-        flooded = who == records.STATUS_FLOOD and b == 1  # its rate limit sets it aside
-        out |= {
-            "node": NODE_NAMES.get(a, str(a)),
-            "status": "flooded" if flooded else NODE_STATUS_CODES.get(b, str(b)),
-            "source": "hub" if who == records.STATUS_FROM_HUB else "host",
-        }
-    return out
 
 
 _PRESSED = 1 << 62  # the heap numbers of presses from the host: after the kernel's own

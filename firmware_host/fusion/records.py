@@ -58,6 +58,16 @@ O_T, O_TYPE, O_SEQ, O_SHOT, O_BALL, O_A, O_B, O_C, O_D, O_E, O_SNAP, O_PATH0, O_
     range(14)
 )
 N_OUT = 14
+#: the slots by the names the event catalogue's ``Slot``s use (rules/catalogue.py)
+SLOTS = {
+    "BALL": O_BALL,
+    "A": O_A,
+    "B": O_B,
+    "C": O_C,
+    "D": O_D,
+    "E": O_E,
+    "FLAGS": O_FLAGS,
+}
 FLAG_CERTAIN, FLAG_INTERRUPTED = np.int64(1), np.int64(2)
 # Arguments as numpy scalars, not Python literals: numba compiles a function once per literal
 # value it is called with (a cold compile took half as long again)

@@ -1,17 +1,20 @@
-"""One event catalogue (issue 26): the kernel's codes, the names it writes, the keys the
-rules need and judge's checks all come from ``rules/catalogue.py``, and it is EVENTS.md's
-table of event types."""
+"""One event catalogue (issue 26): the kernel's codes, the names it writes and the record
+slots it fills, the keys the rules need, the rules' TypedDicts and judge's checks all come
+from ``rules/catalogue.py``, and it is EVENTS.md's table of event types."""
 
 from __future__ import annotations
 
 import os
 import re
+import typing
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from firmware_host.cli import eventcheck
-from firmware_host.fusion import records
+from firmware_host.fusion import dicts, records
+from firmware_host.timing.timeline import INFERRED_BOOT
 from rules import catalogue, missing_keys
 
 EVENTS_MD = (
@@ -63,3 +66,63 @@ def test_a_line_without_a_needed_key_is_refused_by_judge_and_by_the_referee(name
         with pytest.raises(eventcheck.BadEvent, match=f"no '{key}' \\(a {name} needs it\\)"):
             eventcheck.check_event(event)
         assert missing_keys(event) == [key]
+
+
+def _events_md_keys() -> dict[str, set[str]]:
+    """EVENTS.md's table of event types: each type's extra keys, the backquoted names in its
+    row that are no other event type and no common key (a shot_end's row mentions the
+    shot_start that follows at the same ``t_us``; a cushion's key is ``cushion``)."""
+    text = EVENTS_MD.read_text(encoding="utf-8")
+    table = text[text.index("## Ordered events") : text.index("## Verdicts")]
+    rows = re.findall(r"^\| `(\w+)` \| (.*) \|$", table, re.MULTILINE)
+    keys = {}
+    for name, extra in rows:
+        others = {*catalogue.COMMON_KEYS, *catalogue.NAMES} - {name}
+        keys[name] = set(re.findall(r"`(\w+)`", extra)) - others
+    return keys
+
+
+def test_each_typeddict_holds_the_catalogues_keys_and_events_mds() -> None:
+    """The TypedDicts the rules read are the catalogue: the same keys, and those EVENTS.md
+    names are the keys judge checks; the others (the format may gain keys) go unchecked."""
+    listed = _events_md_keys()
+    assert sorted(listed) == sorted(catalogue.NAMES)
+    for typed in catalogue.EVENT_TYPES:
+        keys = set(typed.__annotations__) - set(catalogue.COMMON_KEYS)
+        (name,) = typing.get_args(typing.get_args(typed.__annotations__["type"])[0])
+        assert typed.__name__ == "".join(w.title() for w in name.split("_")) + "Event"
+        assert keys == {k.name for k in catalogue.KEYS[name]}, name
+        checked = {k.name for k in catalogue.KEYS[name] if k.check is not None}
+        assert checked == listed[name], name
+        assert set(eventcheck.SHAPES[name]) == checked, name
+        assert typed.__required_keys__ - set(catalogue.COMMON_KEYS) == set(  # type: ignore[attr-defined]
+            catalogue.NEEDED_KEYS.get(name, ())
+        )
+    assert set(typing.get_args(catalogue.Event)) == set(catalogue.EVENT_TYPES)
+
+
+def test_every_slot_and_converter_the_catalogue_names_exists() -> None:
+    for name, keys in catalogue.KEYS.items():
+        for key in keys:
+            if isinstance(key.fill, catalogue.Built):
+                assert key.fill.what in dicts.BUILD, (name, key.name)
+            else:
+                assert set(key.fill.slots) <= set(records.SLOTS), (name, key.name)
+                assert key.fill.via in dicts.CONVERT, (name, key.name)
+
+
+@pytest.mark.parametrize("code", range(len(catalogue.NAMES)))
+def test_to_dict_writes_the_catalogues_keys_in_its_order(code: int) -> None:
+    """A record of each type, every value slot set (the optional keys written): its line
+    carries the common keys, then exactly the catalogue's keys in the catalogue's order."""
+    rec = np.zeros(records.N_OUT, np.int64)
+    rec[records.O_TYPE] = code
+    rec[[records.O_BALL, records.O_A, records.O_B, records.O_C, records.O_D]] = 1
+    rec[records.O_E] = 68_000
+    rec[records.O_SNAP] = -1
+    name = catalogue.NAMES[code]
+    if name == "boot":
+        rec[records.O_A] = INFERRED_BOOT  # "inferred" is written only then
+    line = dicts.to_dict(rec, np.zeros((0, 16, 3)), np.zeros((0, 16), np.int64), np.zeros((0, 4)))
+    assert list(line) == [*catalogue.COMMON_KEYS, *(k.name for k in catalogue.KEYS[name])]
+    assert line["type"] == name
