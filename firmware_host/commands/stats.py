@@ -139,6 +139,7 @@ def as_it_was(path: str) -> Callable[[], Iterator[bytes]]:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from ..files import is_regular, kind_of
     from ..jsonout import dumps
     from ..link.recorder import RX_TIMES_DTYPE, read_rx_times
     from ..linktools.hoststream import NotStreamable, host_stats
@@ -153,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
     rxt = Path(args.capture).with_suffix(".rxt") if args.capture != "-" else None
     continues = next_part(args.capture)
     report = None
+    if rxt is not None and rxt.exists() and not is_regular(rxt):  # a FIFO would hang the read
+        sys.stderr.write(f"stats: {rxt.name}: {kind_of(rxt.stat().st_mode)}: host times not read\n")
+        rxt = None
     if rxt is not None and rxt.exists() and rxt.stat().st_size >= RX_TIMES_DTYPE.itemsize:
         read = as_it_was(args.capture)
         try:  # host times, streamed (docs/memory.md)

@@ -148,6 +148,24 @@ def test_what_cannot_stream_takes_the_whole_way_with_one_line(
     assert done.stderr == "stats: back.rxt: the .rxt's offsets go back: reading the whole capture\n"
 
 
+@pytest.mark.parametrize("kind", ["a directory", "a FIFO"])
+def test_a_rxt_that_is_no_file_is_one_line_and_the_capture_still_reported(
+    table: dict[str, Any], tmp_path: Path, kind: str
+) -> None:
+    """A directory made a traceback, a FIFO would hang the read: the capture is reported as
+    one without host times, and one line says why."""
+    path = tmp_path / "odd.bin"
+    path.write_bytes(table["data"])
+    if kind == "a directory":
+        path.with_suffix(".rxt").mkdir()
+    else:
+        os.mkfifo(path.with_suffix(".rxt"))
+    done = cli("stats", "--json", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == dumps(link_stats(np.frombuffer(table["data"], np.uint8))) + "\n"
+    assert done.stderr == f"stats: odd.rxt: {kind}: host times not read\n"
+
+
 def test_every_pass_reads_the_capture_as_it_was_when_stats_began(tmp_path: Path) -> None:
     """A daemon appends to the part being read: five passes must see the same bytes."""
     from firmware_host.commands.stats import as_it_was
