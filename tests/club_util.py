@@ -11,6 +11,7 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 from outside_parts import require
+from proc_util import forked
 
 from firmware_host.mqtt.broker import Mosquitto
 from firmware_host.mqtt.club import Club
@@ -72,7 +73,7 @@ def wait_for(condition, timeout_s: float, what: str) -> None:
 
 
 def command(cmd: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return forked.ForkedPopen(
         [sys.executable, "-m", "firmware_host", cmd, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

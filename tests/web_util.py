@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from outside_parts import require
+from proc_util import forked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +32,7 @@ class Daemon:
     """``firmware-host run --web 127.0.0.1:0 --json`` on the virtual table; its lines read."""
 
     def __init__(self, *options: str) -> None:
-        self.proc = subprocess.Popen(
+        self.proc = forked.ForkedPopen(
             [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", "--json"]
             + list(options),
             stdout=subprocess.PIPE,

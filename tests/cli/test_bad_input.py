@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from proc_util import children as child_pids
+from proc_util import forked
 
 pytestmark = pytest.mark.wall_s(95)  # alone, on an idle core: run first (conftest.py)
 
@@ -42,15 +43,14 @@ def fh(
         for fd in close_fds_in_child:
             os.close(fd)
 
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
+    return forked.run(
+        [*forked.PREFIX, *args],
         input=input,
         stdin=stdin if input is None else None,
         stdout=stdout,
         stderr=subprocess.PIPE,
         cwd=ROOT,
         timeout=timeout,
-        check=False,
         preexec_fn=preexec if close_fds_in_child else None,
         env=env,
     )

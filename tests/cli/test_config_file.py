@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from proc_util import forked
 
 from firmware_host.cli import config_file
 from firmware_host.cli.args import rules_config
@@ -247,7 +247,7 @@ def test_a_secret_key_is_never_printed() -> None:
 def test_as_a_user_runs_it_one_line_and_status_2(tmp_path: Path) -> None:
     path = tmp_path / "table.toml"
     path.write_text("[rules]\nnear_gapmm = 3\n")
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "firmware_host", "config", "check", str(path)],
         capture_output=True,
         text=True,

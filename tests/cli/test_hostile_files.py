@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from proc_util import ROOT, run_cli
+from proc_util import ROOT, forked, run_cli
 
 from firmware_host.cli.main import main
 from protocol.framing import encode_frame
@@ -38,7 +38,7 @@ def limited_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
 
-    return subprocess.run(
+    return forked.run(
         [sys.executable, "-m", "firmware_host", *args],
         capture_output=True, text=True, cwd=ROOT, timeout=timeout, check=False,
         preexec_fn=cap,
@@ -190,7 +190,7 @@ def test_an_unwritable_status_file_is_said(tmp_path):
     assert "is a directory" in said
 
     status = tmp_path / "status.json"
-    proc = subprocess.Popen(
+    proc = forked.ForkedPopen(
         [sys.executable, "-m", "firmware_host", "run", "--status", str(status),
          "--web", "127.0.0.1:0", "--minutes", "0.5", "--speed", "1", "--json"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,

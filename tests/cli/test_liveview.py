@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 import pytest
+from proc_util import forked
 
 from firmware_host.cli.liveview import LiveView, summary_text
 
@@ -64,7 +64,7 @@ def test_the_summary_counts_in_words(counts: tuple[int, int, int], text: str) ->
 
 
 def test_the_built_in_match_ends_as_the_end_of_match_not_a_fault() -> None:
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "firmware_host", "run", "--scenario", "double_hit"],
         capture_output=True,
         text=True,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from proc_util import forked
 
 from firmware_host.cli.main import main
 from protocol.catalogue import MESSAGES
@@ -16,13 +17,7 @@ pytestmark = pytest.mark.wall_s(15)  # alone, on an idle core: run first (confte
 
 
 def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        input=stdin,
-        check=False,
-        capture_output=True,
-        timeout=120,
-    )
+    return forked.run([*forked.PREFIX, *args], input=stdin, capture_output=True, timeout=120)
 
 
 @pytest.fixture

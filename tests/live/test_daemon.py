@@ -11,6 +11,7 @@ import time
 
 import pytest
 from live_util import SPEED, referee_live
+from proc_util import forked
 
 from firmware_host.link.acks import AckSniffer
 from firmware_host.link.command_link import ACK_TIMEOUT_NS, MAX_RETRIES, LinkHealth
@@ -104,7 +105,7 @@ def test_a_sink_that_raises_costs_only_itself(two_shots, tmp_path, caplog):
     [("/dev/null", "not a tty"), ("bogus://x", "protocol 'bogus' not known")],
 )
 def test_run_with_a_bad_port_says_so_in_one_line_and_exits_2(port, says):
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "firmware_host", "run", "--port", port],
         check=False,
         capture_output=True,

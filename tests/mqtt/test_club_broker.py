@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from club_util import Subscriber, running_broker, wait_for
+from proc_util import forked
 
 from firmware_host.jsonout import dumps
 from firmware_host.live.daemon import Daemon
@@ -196,7 +197,7 @@ def _outage_run(broker, folder: Path, table: str) -> str | None:
 
 
 def run_table(url: str, spool: Path, *options: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return forked.ForkedPopen(
         [sys.executable, "-m", "firmware_host", "run", "--json", "--mqtt", url]
         + ["--table", "k1", "--mqtt-spool", str(spool), *options],
         stdout=subprocess.PIPE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from proc_util import forked
 
 from firmware_host.mqtt.spool import DROPPABLE, KEEP, LATEST, Spool
 from firmware_host.mqtt.topics import broker_url, table_of
@@ -123,11 +124,10 @@ def test_a_batch_the_disk_refuses_leaves_the_queue_as_it_was(tmp_path):
     ids=["scheme", "no-table", "slash", "no-ca", "prefix", "club-no-broker"],
 )  # fmt: skip
 def test_a_bad_club_option_is_one_line_and_status_2(args, says):
-    import subprocess
     import sys
 
     command = [sys.executable, "-m", "firmware_host", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    done = forked.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert says in done.stderr
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from proc_util import forked
 
 from firmware_host.cli.main import main
 
@@ -102,7 +102,7 @@ def test_all_draws_every_shot(captures, tmp_path):
     ],
 )
 def test_a_bad_request_is_one_line_and_status_2(captures, args, says):
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "firmware_host", "plot", str(captures["push"]), *args],
         capture_output=True,
         text=True,

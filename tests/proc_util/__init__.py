@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +28,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_cli(
     *args: str, stdin: str | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """``firmware-host ARGS`` as a user runs it from the checkout: its own process, text
-    output, any status."""
-    return subprocess.run(
-        [sys.executable, "-m", "firmware_host", *args],
-        input=stdin,
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=timeout,
+    """``firmware-host ARGS`` as a user runs it from the checkout: its own process (forked
+    from this one, :mod:`.forked`), text output, any status."""
+    from .forked import PREFIX, run
+
+    return run(
+        [*PREFIX, *args], input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=timeout
     )
 
 

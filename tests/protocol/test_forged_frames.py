@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+from proc_util import forked
 
 from firmware_host.pipeline import Pipeline, replay
 from firmware_host.virtual_table import scenarios
@@ -118,7 +119,7 @@ def test_a_key_file_is_made_0600_never_printed_and_refused_when_others_may_read_
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "firmware_host", *args]
-        return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+        return forked.run(cmd, check=False, capture_output=True, text=True, timeout=120)
 
     made = cli("keys", "new", str(path))
     assert made.returncode == 0 and "fingerprint" in made.stdout

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from outside_parts import require
-from proc_util import as_nobody
+from proc_util import as_nobody, forked
 
 from firmware_host.cli.args import UsageError, check_port
 from firmware_host.cli.options import service_manager
@@ -45,7 +45,7 @@ def fh(*args: str, env: dict[str, str] | None = None, timeout: float = 120):
     """``firmware-host ARGS`` in its own process; ``env`` adds to the environment, and the
     service variables of the process running the tests are never passed on."""
     clean = {k: v for k, v in os.environ.items() if k not in ("INVOCATION_ID", "NOTIFY_SOCKET")}
-    return subprocess.run(
+    return forked.run(
         [*FH, *args],
         capture_output=True,
         text=True,
@@ -156,7 +156,7 @@ def test_run_web_without_its_extra_says_so_before_any_token():
 def test_a_device_that_appears_late_is_waited_for_refereed_and_a_signal_sums_up(tmp_path):
     wire = build_wire(scenarios.SCENARIOS["double_hit"](), HubConfig(seed=3))
     late = tmp_path / "by-id" / "usb-FTDI_FT232R_USB_UART_A10KXYZ-if00-port0"
-    proc = subprocess.Popen(
+    proc = forked.ForkedPopen(
         [*FH, "run", "--port", str(late), "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -274,7 +274,7 @@ def test_service_install_udev_prints_a_rule_udev_reads_without_complaint(tmp_pat
 
 
 def test_new_frame_pressed_at_once_is_logged_and_keeps_the_match_clock():
-    proc = subprocess.Popen(
+    proc = forked.ForkedPopen(
         [*FH, "run", "--web", "0", "--referee-token", "table-1-secret", "--json"]
         + ["--scenario", "double_hit", "--speed", "4"],
         stdout=subprocess.PIPE,

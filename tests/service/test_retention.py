@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from proc_util import forked
 
 from firmware_host.service.retention import DAY_S, prune
 
@@ -60,7 +60,7 @@ def test_the_part_being_written_is_never_deleted(tmp_path):
 
 def test_run_keeps_the_recordings_within_the_bound(tmp_path):
     (old,) = parts(tmp_path, ("20200101-000000-0001", 1_000_000, 2000.0))
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "firmware_host", "run", "--scenario", "double_hit"]
         + ["--speed", "10", "--record", str(tmp_path), "--record-keep-gb", "0.0005"],
         capture_output=True,

@@ -18,7 +18,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from proc_util import run_cli
+from proc_util import forked, run_cli
 
 from firmware_host.live.daemon import Daemon
 from firmware_host.pipeline import replay
@@ -146,7 +146,7 @@ def test_a_stalled_pipeline_stops_the_watchdog_pings_and_they_resume_after(manag
 def test_run_under_systemd_says_ready_pings_and_writes_a_healthy_status(manager, tmp_path):
     status = tmp_path / "status.json"
     env = {**os.environ, "NOTIFY_SOCKET": str(manager.path), "WATCHDOG_USEC": "400000"}
-    proc = subprocess.Popen(
+    proc = forked.ForkedPopen(
         [sys.executable, "-m", "firmware_host", "run", "--scenario", "double_hit", "--speed", "2"]
         + ["--status", str(status), "--json"],
         stdout=subprocess.PIPE,
@@ -160,7 +160,7 @@ def test_run_under_systemd_says_ready_pings_and_writes_a_healthy_status(manager,
         while healthy is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
             if status.exists():
-                said = subprocess.run(
+                said = forked.run(
                     [sys.executable, "-m", "firmware_host", "status", str(status), "--json"],
                     capture_output=True,
                     cwd=ROOT,
@@ -336,14 +336,14 @@ def test_a_daemon_killed_mid_stream_resumes_the_match_from_todays_recording(tmp_
     match = ["--seed", "5", "--minutes", "2"]
     truth = tmp_path / "match.bin"
     fh = [sys.executable, "-m", "firmware_host"]
-    subprocess.run([*fh, "simulate", *match, "--capture", str(truth)], check=True, cwd=ROOT)
-    replayed = subprocess.run(
+    forked.run([*fh, "simulate", *match, "--capture", str(truth)], check=True, cwd=ROOT)
+    replayed = forked.run(
         [*fh, "replay", str(truth)], capture_output=True, check=True, cwd=ROOT, text=True
     )
     expected = {
         v["shot"]: v for v in map(json.loads, replayed.stdout.splitlines()) if v.get("shot")
     }
-    table = subprocess.Popen(
+    table = forked.ForkedPopen(
         [*fh, "simulate", *match, "--pty", "--speed", "2"],
         stdout=subprocess.PIPE,
         text=True,
@@ -354,7 +354,7 @@ def test_a_daemon_killed_mid_stream_resumes_the_match_from_todays_recording(tmp_
 
     def daemon(out: Path) -> subprocess.Popen:
         with out.open("w") as stdout:
-            proc = subprocess.Popen(
+            proc = forked.ForkedPopen(
                 [*fh, "run", "--port", port, "--record", str(record), "--json"],
                 stdout=stdout,
                 stderr=subprocess.PIPE,

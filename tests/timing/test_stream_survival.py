@@ -12,12 +12,12 @@ failed test and not a dead test session.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from proc_util import forked
 
 from firmware_host.fusion.stream import EventStream, events_from_capture
 from firmware_host.pipeline import replay
@@ -58,7 +58,7 @@ def _replay_subprocess(tmp_path: Path, data: bytes, says: str = "") -> list[dict
     """
     path = tmp_path / "capture.bin"
     path.write_bytes(data)
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "firmware_host", "replay", str(path)],
         check=False,
         capture_output=True,

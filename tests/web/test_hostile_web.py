@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from club_util import command, good_state, page_url, publisher, running_broker, send, wait_for
+from proc_util import forked
 
 from firmware_host.live.referee_token import RefereeToken
 from firmware_host.mqtt.publisher import TablePublisher
@@ -146,11 +147,11 @@ class LivePage:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
 
         self.status = tmp_path / "status.json"
-        self.proc = subprocess.Popen(
+        self.proc = forked.ForkedPopen(
             [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", "--json",
              "--status", str(self.status), "--referee-token", TOKEN, *options],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-            preexec_fn=limit,  # noqa: PLW1509 - this test's own single thread
+            preexec_fn=limit,
         )  # fmt: skip
         self.err: list[str] = []
         self.url: str | None = None
