@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import termios
 
 import pytest
 from proc_util import forked
@@ -165,10 +166,11 @@ def _holds(pid: int, path: str) -> bool:
         return False
 
 
-def _live_decode(args: list[str], feed, opens: str, lines: int) -> tuple[list[dict], int]:
-    """``decode --json ARGS`` in its own process; once it holds ``opens`` open, ``feed()``
-    gives it bytes; once it printed ``lines`` lines (or a minute passed), Ctrl-C.  Waiting
-    on what the process did, not on a clock, keeps this right on a loaded machine."""
+def _live_decode(args: list[str], feed, ready, lines: int) -> tuple[list[dict], int]:
+    """``decode --json ARGS`` in its own process; once ``ready(pid)`` (it holds its input
+    open, as it must to read it), ``feed()`` gives it bytes; once it printed ``lines``
+    lines (or a minute passed), Ctrl-C.  Waiting on what the process did, not on a clock,
+    keeps this right on a loaded machine."""
     import signal
     import threading
     import time
@@ -184,9 +186,8 @@ def _live_decode(args: list[str], feed, opens: str, lines: int) -> tuple[list[di
     reader.start()
     try:
         deadline = time.monotonic() + 60
-        while not _holds(proc.pid, opens) and time.monotonic() < deadline:
+        while not ready(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.5)  # the transport configures the port it opened
         feed()
         while len(out) < lines and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -209,7 +210,9 @@ def test_follow_decodes_what_is_appended_to_a_capture_until_ctrl_c(tmp_path):
         with capture.open("ab") as f:
             f.write(rest)
 
-    lines, status = _live_decode([str(capture), "--follow"], grow, str(capture), 4)
+    lines, status = _live_decode(
+        [str(capture), "--follow"], grow, lambda pid: _holds(pid, str(capture)), 4
+    )
     *frames, summary = lines
     assert [(f["node"], f["seq"]) for f in frames] == [(1, 5), (1, 5), (3, 6), (1, 6)]
     assert summary["summary"]["frames"] == 3 and status == 0
@@ -222,7 +225,14 @@ def test_port_decodes_a_live_link_until_ctrl_c():
         def send() -> None:
             os.write(master, _frames(*WIRE))
 
-        lines, status = _live_decode(["--port", os.ttyname(slave)], send, os.ttyname(slave), 4)
+        def raw(pid: int) -> bool:
+            """It holds the port and has made it raw: bytes sent before that would be
+            read through the line discipline (a race a loaded machine lost)."""
+            return (
+                _holds(pid, os.ttyname(slave)) and not termios.tcgetattr(slave)[3] & termios.ICANON
+            )
+
+        lines, status = _live_decode(["--port", os.ttyname(slave)], send, raw, 4)
     finally:
         os.close(master)
         os.close(slave)
