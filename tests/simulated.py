@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from firmware_host.cli.main import main
 from firmware_host.commands import simulate
 from firmware_host.live.numba_cache import sources_stamp
 
 CACHE = Path(tempfile.gettempdir()) / "firmware-host-test-captures"
+T = TypeVar("T")
 
 
 def simulated(path: Path, *argv: str) -> Path:
@@ -38,3 +42,20 @@ def simulated(path: Path, *argv: str) -> Path:
         os.replace(making, cached)
     shutil.copyfile(cached, path)
     return path
+
+
+def kept(make: Callable[..., T], *key: Any) -> T:
+    """``make(*key)``, a deterministic function of the virtual table's sources, kept as
+    :func:`simulated` keeps a capture: a match played in the test process (its wire bytes
+    and its truth) costs seconds of CPU each run for the same result."""
+    stamp = sources_stamp(make.__globals__["__file__"])
+    digest = hashlib.sha256(repr((stamp, make.__qualname__, key)).encode()).hexdigest()
+    cached = CACHE / f"{digest[:32]}.pickle"
+    if cached.exists():
+        return pickle.loads(cached.read_bytes())
+    value = make(*key)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    making = cached.with_suffix(f".{os.getpid()}.part")
+    making.write_bytes(pickle.dumps(value))
+    os.replace(making, cached)
+    return value

@@ -6,6 +6,7 @@ from functools import cache
 
 import numpy as np
 import pytest
+from simulated import kept
 
 from firmware_host.fusion.compare import score
 from firmware_host.fusion.events import FusionParams
@@ -25,6 +26,10 @@ pytestmark = pytest.mark.wall_s(30)  # alone, on an idle core: run first (confte
 def played(
     minutes: float, seed: int, sensors: str = "full", faults: str = ""
 ) -> tuple[bytes, list[dict]]:
+    return kept(_play, minutes, seed, sensors, faults)
+
+
+def _play(minutes: float, seed: int, sensors: str, faults: str) -> tuple[bytes, list[dict]]:
     match = random_match(seed=seed, minutes=minutes)
     cfg = HubConfig(sensors=sensors, near_wrap=True, seed=seed, faults=FaultPlan.parse(faults))
     wire = build_wire(match, cfg)
