@@ -20,8 +20,19 @@ class _SignalExit(SystemExit):
         self.signum = signum
 
 
+_signalled: list[int] = []  # the signals the quiet handler turned into an exit
+
+
 def _exit_on_signal(signum: int, frame: object) -> None:
+    _signalled.append(signum)
     raise _SignalExit(signum)
+
+
+def signal_exit_status() -> int | None:
+    """128 + the first signal the quiet handler exited on, if one came.  Raised inside an
+    import that C code drives (numpy's ``PyCapsule_Import("datetime")``), the exit comes
+    out as that import's own error (an ImportError): the signal, not the error, decides."""
+    return 128 + _signalled[0] if _signalled else None
 
 
 def _launched_as_cli() -> bool:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from .. import QUIET_SIGNALS, __version__, _exit_on_signal
+from .. import QUIET_SIGNALS, __version__, _exit_on_signal, signal_exit_status
 from ..lograte import RateLimit
 from .args import UsageError
 from .help import HelpFormatter, add_verbose, register
@@ -224,6 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        status = signal_exit_status()  # an error that a signal caused: the signal's status
+        if status is None:
+            raise
+        return status
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

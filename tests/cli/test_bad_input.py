@@ -578,6 +578,36 @@ def test_a_signal_at_any_moment_ends_run_and_its_virtual_table(
     assert not survivors, f"children of run still alive: {survivors}"
 
 
+def test_a_signal_inside_an_import_that_c_code_drives_exits_with_its_status(
+    tmp_path: Path,
+) -> None:
+    """numpy's C start-up imports ``datetime`` (``PyCapsule_Import``); a signal then (the
+    virtual table, terminated while it starts) came out as numpy's ImportError and a page
+    of traceback.  ``sitecustomize`` sends SIGTERM at that import, every time."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, signal, sys\n"
+        "class SignalAtDatetime:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'datetime' and 'numpy' in sys.modules:\n"
+        "            sys.meta_path.remove(self)\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)\n"
+        "sys.meta_path.insert(0, SignalAtDatetime())\n"
+    )
+    capture = tmp_path / "one.bin"
+    capture.write_bytes(b"")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "firmware_host", "simulate", "--capture", str(capture)],
+        capture_output=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+    assert b"Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+
+
 def test_a_signal_inside_a_c_callback_exits_with_its_status_and_no_traceback() -> None:
     """numba's LLVM object cache calls back into Python through ctypes, where a handler's
     exception cannot propagate and would be printed as "Exception ignored"."""

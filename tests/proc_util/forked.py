@@ -196,6 +196,7 @@ def _fresh_interpreter(argv: list[str]) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     faulthandler.disable()
     atexit._clear()
+    firmware_host._signalled.clear()  # the signals a fresh package has exited on: none
     warnings.resetwarnings()
     for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
         warnings.simplefilter("ignore", category)
