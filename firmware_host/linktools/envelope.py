@@ -23,8 +23,11 @@ K, N, SUM, HELD, HX, HY, X0 = range(7)
 
 
 @njit(cache=True)
-def _push(hx: np.ndarray, hy: np.ndarray, k: int, x: float, y: float) -> int:
-    """One point onto the hull (``envelope_line``'s chain step); the hull's new size."""
+def _push(
+    hx: np.ndarray, hy: np.ndarray, k: int, x: float, y: float
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """One point onto the hull (``envelope_line``'s chain step): the hull's arrays (twice as
+    long when full) and its new size."""
     while k >= 2:
         cross = (hx[k - 1] - hx[k - 2]) * (y - hy[k - 2]) - (hy[k - 1] - hy[k - 2]) * (
             x - hx[k - 2]
@@ -33,17 +36,24 @@ def _push(hx: np.ndarray, hy: np.ndarray, k: int, x: float, y: float) -> int:
             k -= 1
         else:
             break
+    if k == len(hx):
+        more = max(len(hx), 8)
+        hx = np.concatenate((hx, np.empty(more)))
+        hy = np.concatenate((hy, np.empty(more)))
     hx[k] = x
     hy[k] = y
-    return k + 1
+    return hx, hy, k + 1
 
 
 @njit(cache=True)
 def envelope_feed(
     hx: np.ndarray, hy: np.ndarray, state: np.ndarray, x: np.ndarray, y: np.ndarray, merge: bool
-) -> None:
+) -> tuple[np.ndarray, np.ndarray]:
     """Samples (x ascending, after those before) into a fit's hull and ``state``; ``merge``:
-    samples at one x are one, the highest (:func:`.drift.envelope_slope`)."""
+    samples at one x are one, the highest (:func:`.drift.envelope_slope`).  The hull's
+    arrays are returned, grown only as the hull grows: a fit keeps a few points however
+    many samples it is fed (one grown to each feed's samples stayed that big: every node's
+    fit of every boot of a long capture, issue 29)."""
     k, n, total = int(state[K]), int(state[N]), state[SUM]
     held, px, py, x0 = state[HELD] != 0.0, state[HX], state[HY], state[X0]
     for i in range(len(x)):
@@ -51,7 +61,7 @@ def envelope_feed(
             py = max(py, y[i])
             continue
         if held:
-            k = _push(hx, hy, k, px - x0, py)
+            hx, hy, k = _push(hx, hy, k, px - x0, py)
             total += px - x0
             n += 1
         else:
@@ -59,6 +69,7 @@ def envelope_feed(
         held, px, py = True, x[i], y[i]
     state[K], state[N], state[SUM] = k, n, total
     state[HELD], state[HX], state[HY], state[X0] = 1.0 if held else 0.0, px, py, x0
+    return hx, hy
 
 
 class Envelope:
@@ -78,13 +89,8 @@ class Envelope:
             return True
         if x[0] < self.last or (len(x) > 1 and bool(np.any(x[1:] < x[:-1]))):
             return False
-        need = int(self.state[K]) + len(x) + 1
-        if need > len(self.hx):
-            size = max(need, 2 * len(self.hx))
-            self.hx = np.concatenate((self.hx, np.empty(size - len(self.hx))))
-            self.hy = np.concatenate((self.hy, np.empty(size - len(self.hy))))
-        envelope_feed(self.hx, self.hy, self.state, x.astype(np.float64), y.astype(np.float64),
-                      self.merge)  # fmt: skip
+        self.hx, self.hy = envelope_feed(self.hx, self.hy, self.state, x.astype(np.float64),
+                                         y.astype(np.float64), self.merge)  # fmt: skip
         self.last = float(x[-1])
         return True
 
@@ -102,7 +108,7 @@ class Envelope:
         hx, hy, state = self.hx.copy(), self.hy.copy(), self.state.copy()
         k, n, total = int(state[K]), int(state[N]), state[SUM]
         if state[HELD] != 0.0:
-            k = _push(hx, hy, k, state[HX] - state[X0], state[HY])
+            hx, hy, k = _push(hx, hy, k, state[HX] - state[X0], state[HY])
             total += state[HX] - state[X0]
             n += 1
         if n == 1 or k == 1:
