@@ -9,10 +9,15 @@ mean, a running sum in the samples' order (numba's ``mean`` is that loop), so a 
 here chunk by chunk is the whole one's to the last bit while keeping only its hull (a
 few points: the samples of a clock lie close under a line).  :class:`Envelope` is that,
 with :func:`.drift.envelope_slope`'s merging of samples at one x (frames read in one
-chunk share a host time: the envelope touches only the highest).
+chunk share a host time: the envelope touches only the highest).  Samples that come a
+little out of order wait in a :class:`Reorder` to be fed in order; :class:`Fits` holds
+one of each per node and boot.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -20,6 +25,12 @@ from numba import njit
 # the state of a fit: hull points, samples taken, running sum of x, a sample held back
 # (the next may share its x), the first sample's x (x is taken from it, as the fits do)
 K, N, SUM, HELD, HX, HY, X0 = range(7)
+REORDER_US = 60_000_000  # a node's stamps may come this much out of order (late resends)
+REORDER_KEEP = 4096  # ... and this many wait, however far apart
+
+
+class NotStreamable(Exception):
+    """This recording's host-time figures cannot be made a chunk at a time: why."""
 
 
 @njit(cache=True)
@@ -119,3 +130,65 @@ class Envelope:
             j += 1
         slope = (hy[j + 1] - hy[j]) / (hx[j + 1] - hx[j])
         return float(hy[j] - slope * hx[j]), float(slope)
+
+
+class Reorder:
+    """Samples into fits in ascending x, as the fits sort them (stable: ties in the order
+    they came): each waits until x has gone :data:`REORDER_US` past it (a late resend
+    comes with an older stamp; a host's receive times may step back a little) and more
+    than :data:`REORDER_KEEP` wait (a node heard a few times an hour: its stamps,
+    unwrapped across gaps of over half the clock's 71.6 min, may step back by any
+    amount, and all of them wait for the end)."""
+
+    def __init__(self, sink: Callable[[np.ndarray, np.ndarray], bool]) -> None:
+        self.sink = sink  # takes samples in order; False: they go back before those it took
+        self.x: list[np.ndarray] = [np.zeros(0)]
+        self.y: list[np.ndarray] = [np.zeros(0)]
+        self.n = self.waiting = 0
+        self.lo, self.hi = np.inf, -np.inf
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> None:
+        if not len(x):
+            return
+        self.x.append(x)
+        self.y.append(y)
+        self.n += len(x)
+        self.waiting += len(x)
+        self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
+        if self.waiting > REORDER_KEEP:
+            self.flush(self.hi - REORDER_US)
+
+    def flush(self, below: float = np.inf) -> None:
+        x, y = np.concatenate(self.x), np.concatenate(self.y)
+        order = np.argsort(x, kind="stable")
+        go = order[x[order] < below]
+        if not self.sink(x[go], y[go]):
+            raise NotStreamable("samples came further out of order than a minute")
+        rest = np.ones(len(x), bool)
+        rest[go] = False
+        self.x, self.y = [x[rest]], [y[rest]]
+        self.waiting = len(self.x[0])
+
+
+class Fits:
+    """An envelope per key (a node and its boot) fed through a :class:`Reorder`: the samples
+    of a boot that has ended (a later boot's frames have come: a frame's boot is set by
+    its position) go into their fit then, so a long capture's ended boots keep their hulls
+    and no minute of samples each."""
+
+    def __init__(self, merge: bool) -> None:
+        self.merge = merge
+        self.fits: dict[Any, tuple[Envelope, Reorder]] = {}
+        self.open: dict[Any, int] = {}  # key -> its boot, of the fits whose boot goes on
+
+    def add(self, key: Any, boot: int, x: np.ndarray, y: np.ndarray) -> None:
+        if key not in self.fits:
+            self.fits[key] = (envelope := Envelope(self.merge), Reorder(envelope.feed))
+            self.open[key] = boot
+        self.fits[key][1].add(x, y)
+
+    def end_before(self, boot: float) -> None:
+        """The boots before ``boot`` have ended: their samples into their fits."""
+        for key in [k for k, b in self.open.items() if b < boot]:
+            self.fits[key][1].flush()
+            del self.open[key]

@@ -223,7 +223,7 @@ def test_samples_out_of_order_reach_the_fit_in_order() -> None:
     times an hour, whose unwrapped stamps step back by half an hour (the bench's 116-minute
     match: it fell back to the whole capture)."""
     from firmware_host.linktools.drift import envelope_slope
-    from firmware_host.linktools.hoststream import REORDER_KEEP, _Reorder
+    from firmware_host.linktools.envelope import REORDER_KEEP, Reorder
 
     rng = np.random.default_rng(5)
     busy = np.arange(3 * REORDER_KEEP) * 10_000.0 + rng.integers(0, 3, 3 * REORDER_KEEP) * 1e6
@@ -231,7 +231,7 @@ def test_samples_out_of_order_reach_the_fit_in_order() -> None:
     for x in (busy, sparse):
         y = rng.normal(0, 50, len(x)) - x * 2e-5
         fit = Envelope(merge=True)
-        order = _Reorder(fit.feed)
+        order = Reorder(fit.feed)
         for part in np.array_split(np.arange(len(x)), 7):
             order.add(x[part], y[part])
         order.flush()
