@@ -18,7 +18,7 @@ in passes that each learn what the next one needs:
    its frames and each half, :func:`.drift.slope_uncertainty`) and over each drift
    window (the last minutes of hub frames kept: :class:`HostRates`); each node's
    latency envelope per boot (its frames' stamps may come a little out of order: a
-   minute of them, or 4096, wait to be put in order, :class:`_Reorder`);
+   minute of them, or 4096, wait to be put in order, :class:`.envelope.Reorder`);
 4. **latency**, twice: each frame's latency counted in µs buckets, then the values
    at the wanted ranks picked out (:mod:`.ranks`).
 
@@ -27,7 +27,7 @@ order (``tests/linktools/test_host_stream.py``: JSON text, byte for byte).  Wher
 cannot be so, :class:`NotStreamable` says why and ``stats`` takes the whole-capture way
 (``commands/stats.py``): ``.rxt`` offsets that go back, the first boot's hub stamps out
 of order across a minute's end of the join's search, samples further out of order than
-:data:`REORDER_US` among more than :data:`REORDER_KEEP`, a drift window reaching back
+``envelope.REORDER_US`` among more than ``REORDER_KEEP``, a drift window reaching back
 past the hub frames kept, a percentile in buckets of more than ``ranks.MAX_KEPT`` values.
 """
 
@@ -46,7 +46,7 @@ from protocol.kernels import DUPLICATE, OK
 from ..link.recorder import RX_TIMES_DTYPE
 from ..timing.unwrap import unwrap
 from .drift import MIN_HALF, halves_bound
-from .envelope import Envelope
+from .envelope import Envelope, Fits, NotStreamable, Reorder
 from .hosttime import AHEAD_US, BACKLOG_US, MIN_FRAMES, played_speed
 from .linkstats import (
     JOIN_SETTLE_S,
@@ -63,13 +63,7 @@ from .ranks import Ranks, TooMany
 from .statstream import Edges, HostFigures, HubClock, Tally
 
 RX_BLOCK = 1 << 16  # .rxt records a read (1 MiB)
-REORDER_US = 60_000_000  # a node's stamps may come this much out of order (late resends)
-REORDER_KEEP = 4096  # ... and this many wait, however far apart
 WINDOW_US = int(WINDOW_S * 1e6)
-
-
-class NotStreamable(Exception):
-    """This recording's host-time figures cannot be made a chunk at a time: why."""
 
 
 class RxTimes:
@@ -183,7 +177,8 @@ def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
     """The played speed (:func:`.hosttime.recording_speed`: the envelope of the longest boot's
     hub stamps over their arrival, kept for every boot until the longest is known)."""
     scan, stamps = _Scan(), _Unwrap()
-    fits: dict[int, list[Any]] = {}  # boot -> [envelope, frames, first arrival, last arrival]
+    fits: dict[int, tuple[Envelope, Reorder]] = {}  # per boot going on: its hub stamps' fit
+    longest: tuple[Envelope, Reorder] | None = None  # the fit of the longest boot ended
     base: dict[int, int] = {}
     for feed in _Pass(read, rxt):
         frames = feed.decoded.frames
@@ -199,14 +194,14 @@ def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
             t = stamps(b, frames["t_us"][mine])
             base.setdefault(b, int(t[0]))
             if b not in fits:
-                fits[b] = (envelope := Envelope(merge=False), _Reorder(envelope.feed))
+                fits[b] = (envelope := Envelope(merge=False), Reorder(envelope.feed))
             fits[b][1].add(feed.host_us[mine], (t - base[b]).astype(np.float64))  # a shift
             # leaves the slope as it is
-    if fits:
-        counts = np.zeros(max(fits) + 1, np.int64)
-        for b, (_, order) in fits.items():
-            counts[b] = order.n
-        envelope, order = fits[int(counts.argmax())]
+        if len(frames):
+            longest = _longest(fits, longest, int(feed.boot[-1]))
+    longest = _longest(fits, longest, np.inf)
+    if longest is not None:
+        envelope, order = longest
         order.flush()
         ratio = 1.0
         if order.n >= MIN_FRAMES and order.hi - order.lo > 0:
@@ -214,6 +209,20 @@ def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
             ratio = float(slope) if slope > 0 else 1.0
         scan.speed = played_speed(ratio)
     return scan
+
+
+def _longest(
+    fits: dict[int, tuple[Envelope, Reorder]],
+    longest: tuple[Envelope, Reorder] | None,
+    before: float,
+) -> tuple[Envelope, Reorder] | None:
+    """The boots before ``before`` have ended: the fit of the one with the most frames so far
+    (the first of those with as many), the others' fits let go."""
+    for b in sorted(b for b in fits if b < before):
+        fit = fits.pop(b)
+        if longest is None or fit[1].n > longest[1].n:
+            longest = fit
+    return longest
 
 
 @dataclass
@@ -356,7 +365,7 @@ class _BootRate:
     def __init__(self, n: int) -> None:
         self.n, self.taken = n, 0
         self.all, self.halves = Envelope(merge=True), (Envelope(merge=True), Envelope(merge=True))
-        self.order = _Reorder(self._take)
+        self.order = Reorder(self._take)
         self.hub = np.zeros(0, np.int64)  # the recent frames: stamps and arrivals
         self.host = np.zeros(0)
         self.dropped = -np.inf  # frames below this stamp are no longer kept
@@ -450,44 +459,6 @@ class HostRates:
         return window_row(fit, part if part[1] < whole[1] else whole)
 
 
-class _Reorder:
-    """Samples into fits in ascending x, as the fits sort them (stable: ties in the order
-    they came): each waits until x has gone :data:`REORDER_US` past it (a late resend
-    comes with an older stamp; a host's receive times may step back a little) and more
-    than :data:`REORDER_KEEP` wait (a node heard a few times an hour: its stamps,
-    unwrapped across gaps of over half the clock's 71.6 min, may step back by any
-    amount, and all of them wait for the end)."""
-
-    def __init__(self, sink: Callable[[np.ndarray, np.ndarray], bool]) -> None:
-        self.sink = sink  # takes samples in order; False: they go back before those it took
-        self.x: list[np.ndarray] = [np.zeros(0)]
-        self.y: list[np.ndarray] = [np.zeros(0)]
-        self.n = self.waiting = 0
-        self.lo, self.hi = np.inf, -np.inf
-
-    def add(self, x: np.ndarray, y: np.ndarray) -> None:
-        if not len(x):
-            return
-        self.x.append(x)
-        self.y.append(y)
-        self.n += len(x)
-        self.waiting += len(x)
-        self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
-        if self.waiting > REORDER_KEEP:
-            self.flush(self.hi - REORDER_US)
-
-    def flush(self, below: float = np.inf) -> None:
-        x, y = np.concatenate(self.x), np.concatenate(self.y)
-        order = np.argsort(x, kind="stable")
-        go = order[x[order] < below]
-        if not self.sink(x[go], y[go]):
-            raise NotStreamable("samples came further out of order than a minute")
-        rest = np.ones(len(x), bool)
-        rest[go] = False
-        self.x, self.y = [x[rest]], [y[rest]]
-        self.waiting = len(self.x[0])
-
-
 class _Latency:
     """Each node's arrival latency above its fastest frames (:func:`.linkstats._latency`):
     the samples, per node and boot, of the frames it counts."""
@@ -521,7 +492,7 @@ def host_stats(
         counts[0] -= host.backlog_ok
     rates, latency = HostRates(counts), _Latency()
     tally, edges = Tally(rates), Edges()
-    fits: dict[tuple[int, int], tuple[Envelope, _Reorder]] = {}
+    fits = Fits(merge=True)
     at_join: int | None = None
     joined_until = host.timing.joined_until_s
     passes = _Pass(read, rxt)
@@ -538,15 +509,12 @@ def host_stats(
             if len(settled):
                 at_join = int(beats["tx_dropped"][settled[0]])
         for (node, boot), x, y in latency.samples(feed, t_s, backlog):
-            for done in [k for k in fits if k[1] < boot]:
-                fits[done][1].flush()  # a boot's frames end where the next boot's begin
-            if (node, boot) not in fits:
-                fits[node, boot] = (envelope := Envelope(merge=True), _Reorder(envelope.feed))
-            fits[node, boot][1].add(x, y)
+            fits.add((node, boot), boot, x, y)
+        if len(feed.boot):
+            fits.end_before(int(feed.boot[-1]))
     if np.isfinite(joined_until) and at_join is None and tally.beats:
         raise NotStreamable("no HEARTBEAT after the join")  # link_stats fails on it too
-    for _, order in fits.values():
-        order.flush()
+    fits.end_before(np.inf)
     figures = HostFigures(
         host.timing,
         {b: rates.whole(b) for b in rates.boots},
@@ -562,12 +530,12 @@ def _latencies(
     read: Callable[[], Iterable[bytes]],
     rxt: Path,
     host: HostTime,
-    fits: dict[tuple[int, int], tuple[Envelope, _Reorder]],
+    fits: Fits,
 ) -> dict[int, dict[str, float]]:
     """Per node, p50, p95 and max of its frames' latency (ms) above its envelope, over its
     boots of two frames or more: counted in one pass, the wanted ranks kept in another."""
     lines = {}
-    for key, (envelope, order) in fits.items():
+    for key, (envelope, order) in fits.fits.items():
         if order.n >= 2:
             a, slope = envelope.line()
             lines[key] = (a, slope, envelope.x0)

@@ -199,12 +199,31 @@ def test_an_envelope_fed_in_chunks_is_the_whole_one(merge: bool) -> None:
         assert fit.line() == tuple(float(v) for v in whole(x, y)), trial
 
 
+def test_an_envelope_keeps_its_hull_not_its_samples() -> None:
+    """A clock's samples fed a minute at a time (a node's fit per boot, kept to the end of a
+    long capture) leave a few points; a hull of every sample (a concave run) grows as it
+    must, and is still the whole fit's.  A buffer grown to each feed's samples kept 1.2 MB
+    a hub boot (issue 29: 215 MB on the bench's 1 GB, 183 MB on 100 MB)."""
+    rng = np.random.default_rng(11)
+    x = np.arange(200_000) * 1000.0
+    y = rng.normal(0, 30, len(x)) - x * 3e-5  # a clock 30 ppm slow, µs of jitter
+    fit = Envelope(merge=True)
+    for part in np.array_split(np.arange(len(x)), 20):
+        assert fit.feed(x[part], y[part])
+    assert len(fit.hx) <= 64
+    concave = -((x[:5000] - 2.5e6) ** 2) * 1e-9
+    fit = Envelope(merge=False)
+    for part in np.array_split(np.arange(5000), 9):
+        assert fit.feed(x[part], concave[part])
+    assert len(fit.hx) >= 5000 and fit.line() == envelope_line(x[:5000], concave)
+
+
 def test_samples_out_of_order_reach_the_fit_in_order() -> None:
     """A busy node's late resends (older stamps, within a minute) and a node heard a few
     times an hour, whose unwrapped stamps step back by half an hour (the bench's 116-minute
     match: it fell back to the whole capture)."""
     from firmware_host.linktools.drift import envelope_slope
-    from firmware_host.linktools.hoststream import REORDER_KEEP, _Reorder
+    from firmware_host.linktools.envelope import REORDER_KEEP, Reorder
 
     rng = np.random.default_rng(5)
     busy = np.arange(3 * REORDER_KEEP) * 10_000.0 + rng.integers(0, 3, 3 * REORDER_KEEP) * 1e6
@@ -212,7 +231,7 @@ def test_samples_out_of_order_reach_the_fit_in_order() -> None:
     for x in (busy, sparse):
         y = rng.normal(0, 50, len(x)) - x * 2e-5
         fit = Envelope(merge=True)
-        order = _Reorder(fit.feed)
+        order = Reorder(fit.feed)
         for part in np.array_split(np.arange(len(x)), 7):
             order.add(x[part], y[part])
         order.flush()
