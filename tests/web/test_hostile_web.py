@@ -20,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from club_util import command, good_state, page_url, publisher, running_broker, send, wait_for
@@ -191,6 +192,35 @@ def read_page(url: str, got: list[dict]) -> None:
 
 
 LATE_ON_A_BUSY_MACHINE = 3
+MATCH = ("--minutes", "0.5", "--speed", "1")  # the load test's match, at real time
+
+
+def _late(end: str, record: Path) -> tuple[int, Any]:
+    """Events the live pipeline dropped as late that the same recorded bytes, replayed at
+    leisure, keep (the machine's load or the clients made the pipeline wait), and that
+    replay."""
+    from firmware_host.pipeline import Pipeline, replay
+
+    recorded = b"".join(p.read_bytes() for p in sorted(record.glob("*.bin")))
+    pipe = Pipeline(None)
+    again = replay(recorded, pipe=pipe)
+    said = re.search(r"'late': (\d+)", end)
+    return (int(said.group(1)) if said else 0) - pipe.events.losses().get("late", 0), again
+
+
+def _late_alone(tmp_path: Path) -> int:
+    """The same match with no client, right after: the late events this machine's load
+    alone costs now (a busy machine can make a real-time pipeline drop some with no client
+    at all; bench/hostile_load.py compares the lag with and without the clients)."""
+    tmp_path.mkdir()
+    record = tmp_path / "rec"
+    page = LivePage(tmp_path, *MATCH, "--record", str(record), fd_limit=FD_LIMIT)
+    try:
+        page.proc.wait(180)
+    finally:
+        page.close()
+    end = next(line for line in page.err if "end of match" in line)
+    return _late(end, record)[0]
 
 
 def _in_order_within(part: list, whole: list) -> bool:
@@ -209,13 +239,9 @@ def test_1000_streams_and_200_slow_connections_cost_no_event_and_no_byte(tmp_pat
     complete; a page that was open before the flood got every verdict; the status file
     never goes stale.  bench/hostile_load.py times the release lag with and without them."""
     from firmware_host.live.release_lag import SENSED
-    from firmware_host.pipeline import Pipeline, replay
 
     record = tmp_path / "rec"
-    page = LivePage(
-        tmp_path, "--minutes", "0.5", "--speed", "1", "--record", str(record), "--events",
-        fd_limit=FD_LIMIT,
-    )  # fmt: skip
+    page = LivePage(tmp_path, *MATCH, "--record", str(record), "--events", fd_limit=FD_LIMIT)
     seen: list[dict] = []
     reader = threading.Thread(target=read_page, args=(page.url, seen), daemon=True)
     reader.start()
@@ -249,18 +275,12 @@ def test_1000_streams_and_200_slow_connections_cost_no_event_and_no_byte(tmp_pat
     printed = [json.loads(line) for line in page.out]
     live = [(e["type"], e["t_us"]) for e in printed if e.get("type") in SENSED]
     verdicts = [line for line in printed if line.get("kind") == "verdict"]
-    recorded = b"".join(p.read_bytes() for p in sorted(record.glob("*.bin")))
-    pipe = Pipeline(None)
-    again = replay(recorded, pipe=pipe)
-    # Late: dropped live but not from the same bytes replayed at leisure (the machine's load
-    # or the clients made the pipeline wait).  Lost: any difference at all.
-    # A machine busy with other work can make a real-time pipeline drop an event as late
-    # with no client at all (bench/hostile_load.py compares the lag with and without them):
-    # a few are allowed, and every other event must be there, in order.
-    said = re.search(r"'late': (\d+)", end)
-    late = (int(said.group(1)) if said else 0) - pipe.events.losses().get("late", 0)
+    late, again = _late(end, record)
     replayed = [(e["type"], e["t_us"]) for e in again.events if e["type"] in SENSED]
-    assert 0 <= late <= LATE_ON_A_BUSY_MACHINE, end
+    assert late >= 0, end
+    if late > LATE_ON_A_BUSY_MACHINE:  # the clients', or the machine's? the same match alone
+        alone = _late_alone(tmp_path / "alone")
+        assert late <= alone + LATE_ON_A_BUSY_MACHINE, f"{end} (the match alone: {alone} late)"
     # a late frame costs at most its own event, and may cost none (a tracker frame between
     # two that say the same: seen once, with 104 events live and replayed and one frame late)
     assert live and 0 <= len(replayed) - len(live) <= late, (len(live), len(replayed), end)
