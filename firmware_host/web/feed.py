@@ -31,6 +31,7 @@ KEEP_VERDICTS = 20  # the page lists the last ones
 KEEP_SHOTS = 50  # shots kept for their pictures
 QUEUE = 256  # messages a browser may fall behind by before it is dropped
 BALLS_HZ = 30.0  # ball positions sent to the page at most this often
+END = "\n"  # a stream's last item: never a message (each is a JSON object)
 
 
 class Stream:
@@ -50,6 +51,10 @@ class Stream:
         """End the stream now (the feed started again): an empty text wakes its handler."""
         self.put("")
         self.dropped.set()
+
+    def end(self) -> None:
+        """End the stream after what is queued (the daemon has gone)."""
+        self.put(END)
 
 
 class Broadcast:
@@ -77,6 +82,22 @@ class Broadcast:
 
     def unsubscribe(self, stream: Stream) -> None:
         self._streams.discard(stream)
+
+    def end(self) -> None:
+        """Every stream ends after what was sent to it (any thread; the daemon has gone)."""
+        with self._lock:
+            loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._end_streams)  # after any hand-over scheduled
+        except RuntimeError:  # the server's loop has closed: nobody is listening
+            pass
+
+    def _end_streams(self) -> None:
+        self._hand_over()
+        for stream in list(self._streams):
+            stream.end()
 
     def _send(self, message: dict[str, Any]) -> None:
         if self._loop is None:  # no browser has come yet (or never will: the daemon's mirror)

@@ -54,6 +54,7 @@ BATCH_S = 0.01  # the writer thread sends what came in this long at once
 PAGE_NICE = 10  # the page process's niceness above the daemon's
 START_S = 60.0  # the page process says it is listening within this (a loaded machine)
 STOP_S = 5.0
+END_S = 2.0  # the browsers' streams get this long to be sent what came before they end
 PRESS_S = 10.0  # the daemon judges a key at once; past this the page says it did not
 
 
@@ -177,8 +178,12 @@ class PageProcess(Listener):
         return self.port
 
     def stop(self) -> None:
+        """What the pipeline gave goes out first (the match's last verdict is often a
+        moment old), then the page process ends its browsers' streams and itself."""
         self._closed.set()
         self._wake.set()
+        if self._threads:
+            self._threads[0].join(STOP_S)  # the writer: the last batch, then end of file
         if self._sock is not None:
             try:
                 self._sock.shutdown(socket.SHUT_RDWR)
@@ -199,9 +204,12 @@ class PageProcess(Listener):
 
     def _write(self) -> None:
         assert self._sock is not None
-        while not self._closed.is_set():
+        closing = False
+        while not closing:
             self._wake.wait()
-            time.sleep(BATCH_S)  # what comes meanwhile goes in the same write
+            closing = self._closed.is_set()  # (before the list is taken: nothing is left)
+            if not closing:
+                time.sleep(BATCH_S)  # what comes meanwhile goes in the same write
             self._wake.clear()
             with self._lock:
                 calls, self._pending = self._pending, []
@@ -224,6 +232,10 @@ class PageProcess(Listener):
                 if not self._closed.is_set():
                     log.error("the live page's process is gone: the page is not served")
                 return
+        try:
+            self._sock.shutdown(socket.SHUT_WR)  # the page process reads its end of file
+        except OSError:
+            pass
 
     def _read(self, reader: Any) -> None:
         """The page's requests: a referee's key, judged here; the answer goes back."""
@@ -338,8 +350,13 @@ def main(fd: int) -> int:
         daemon.serve(reader)
     except (OSError, ValueError):
         pass
-    # The daemon has gone: so does this, at once (a browser's open stream would hold the
-    # server's clean-up for a minute), with the refusals not yet said said.
+    # The daemon has gone: its browsers are sent what came, their streams end, and this
+    # ends at once (a browser's open stream would hold the server's clean-up for a minute),
+    # with the refusals not yet said said.
+    feed.end()
+    deadline = time.monotonic() + END_S
+    while feed.streams and time.monotonic() < deadline:
+        time.sleep(0.01)
     server.refusals.flush()
     logging.shutdown()
     os._exit(0)

@@ -37,7 +37,7 @@ from aiohttp import web
 
 from ..live.referee_token import RefereeToken
 from ..untrusted import Refusals, Refused, json_object
-from .feed import KEEP_SHOTS, LiveFeed
+from .feed import END, KEEP_SHOTS, LiveFeed
 from .guard import Attempts, Connections, connection_budget, host_allowed, host_names
 
 #: a referee's key: (key, arg, source), raising ValueError for a bad one (Daemon.press), or
@@ -211,6 +211,8 @@ class WebServer:
                     continue
                 if not text:  # dropped (Stream.drop)
                     continue
+                if text == END:  # the daemon has gone (Stream.end)
+                    break
                 await response.write(f"data: {text}\n\n".encode())
         except (ConnectionResetError, asyncio.CancelledError):
             pass

@@ -66,6 +66,28 @@ def test_a_page_process_that_falls_behind_starts_again_from_what_is_kept():
         page.stop()
 
 
+def test_a_verdict_given_as_the_daemon_stops_reaches_every_open_page():
+    """The match's last verdict comes a moment before ``run`` stops its page process: the
+    page sends it to every browser, then ends their streams (under stress-ng a page missed
+    the last verdict: the socket was shut with the verdict still waiting for the writer's
+    next batch, and the page process ended before its browsers were sent what it had)."""
+    page = PageProcess("127.0.0.1", 0).launch()
+    port = page.start()
+    streams = [urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=30)]
+    streams.append(urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=30))
+    try:
+        for stream in streams:
+            data_lines(stream, 1)  # the snapshot: the stream is open
+        page.line(verdict(1))
+        page.line(verdict(2))
+    finally:
+        page.stop()
+    for stream in streams:
+        told = [json.loads(line[6:]) for line in stream.read().splitlines()
+                if line.startswith(b"data: ")]  # fmt: skip
+        assert [m["line"]["shot"] for m in told if "line" in m] == [1, 2]
+
+
 def children(pid: int) -> list[int]:
     text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
     return [int(p) for p in text.split()]
