@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -281,10 +282,12 @@ def test_1000_streams_and_200_slow_connections_cost_no_event_and_no_byte(tmp_pat
     if late > LATE_ON_A_BUSY_MACHINE:  # the clients', or the machine's? the same match alone
         alone = _late_alone(tmp_path / "alone")
         assert late <= alone + LATE_ON_A_BUSY_MACHINE, f"{end} (the match alone: {alone} late)"
-    # a late frame costs at most its own event, and may cost none (a tracker frame between
-    # two that say the same: seen once, with 104 events live and replayed and one frame late)
-    assert live and 0 <= len(replayed) - len(live) <= late, (len(live), len(replayed), end)
-    assert _in_order_within(live, replayed)
+    # A late frame costs at most the event it makes, which may then come from other frames
+    # as another (stress-ng: 105 events live, 104 replayed, 5 frames late), or none (a
+    # tracker frame between two that say the same); every other event is there, in order.
+    missing, extra = Counter(replayed) - Counter(live), Counter(live) - Counter(replayed)
+    assert live and missing.total() <= late and extra.total() <= late, (missing, extra, end)
+    assert _in_order_within([e for e in live if e not in extra], replayed)
     assert verdicts and verdicts == [line for line in again.lines if line["kind"] == "verdict"]
     shown = list(seen[0]["verdicts"])  # its snapshot, then the stream
     shown += [m["line"] for m in seen[1:] if (m.get("line") or {}).get("kind") == "verdict"]
