@@ -24,8 +24,10 @@ what happens over a Unix socket:
   judged by ``Daemon.press`` as before; its answer (or its ValueError) goes
   back to the page, which answers the browser (202 or 400).
 
-The page process ends when the socket closes: the daemon stopped or was
-killed.  The token travels over the socket, never on a command line (``ps``).
+The page process ends when the socket closes: the daemon stopped (its
+writer sent what was waiting, the match's last verdict often among it, then
+ended the socket; the page sends its browsers what came and ends their
+streams) or was killed.  The token travels over the socket, never on a command line (``ps``).
 """
 
 from __future__ import annotations
