@@ -5,8 +5,9 @@ try:
 except KeyboardInterrupt:  # Ctrl-C while still importing: no traceback
     raise SystemExit(130) from None
 except Exception:
-    if signal_exit_status() is None:
+    status = signal_exit_status()  # an import that a signal broke: the signal's status
+    if status is None:
         raise
-    raise SystemExit(signal_exit_status()) from None
+    raise SystemExit(status) from None
 
 raise SystemExit(main())

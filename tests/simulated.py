@@ -34,14 +34,23 @@ def simulated(path: Path, *argv: str) -> Path:
     """``simulate --capture PATH ARGV…`` as the command line runs it, or the capture an
     earlier run of the same arguments on the same sources made (the same bytes)."""
     key = hashlib.sha256("\0".join([sources_stamp(simulate.__file__), *argv]).encode())
-    cached = CACHE / f"{key.hexdigest()[:32]}.bin"
+
+    def make(making: Path) -> None:
+        assert main(["simulate", "--capture", str(making), *argv]) == 0
+
+    shutil.copyfile(_made(CACHE / f"{key.hexdigest()[:32]}.bin", make), path)
+    return path
+
+
+def _made(cached: Path, make: Callable[[Path], None]) -> Path:
+    """``cached``, which ``make`` writes once: to a file of this process's own, then moved
+    into place (workers may make it at once)."""
     if not cached.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        making = cached.with_suffix(f".{os.getpid()}.part")  # workers may make it at once
-        assert main(["simulate", "--capture", str(making), *argv]) == 0
+        making = cached.with_suffix(f".{os.getpid()}.part")
+        make(making)
         os.replace(making, cached)
-    shutil.copyfile(cached, path)
-    return path
+    return cached
 
 
 def kept(make: Callable[..., T], *key: Any) -> T:
@@ -50,12 +59,7 @@ def kept(make: Callable[..., T], *key: Any) -> T:
     and its truth) costs seconds of CPU each run for the same result."""
     stamp = sources_stamp(make.__globals__["__file__"])
     digest = hashlib.sha256(repr((stamp, make.__qualname__, key)).encode()).hexdigest()
-    cached = CACHE / f"{digest[:32]}.pickle"
-    if cached.exists():
-        return pickle.loads(cached.read_bytes())
-    value = make(*key)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    making = cached.with_suffix(f".{os.getpid()}.part")
-    making.write_bytes(pickle.dumps(value))
-    os.replace(making, cached)
-    return value
+    cached = _made(
+        CACHE / f"{digest[:32]}.pickle", lambda making: making.write_bytes(pickle.dumps(make(*key)))
+    )
+    return pickle.loads(cached.read_bytes())

@@ -95,7 +95,6 @@ class Broadcast:
             pass
 
     def _end_streams(self) -> None:
-        self._hand_over()
         for stream in list(self._streams):
             stream.end()
 

@@ -27,7 +27,8 @@ what happens over a Unix socket:
 The page process ends when the socket closes: the daemon stopped (its
 writer sent what was waiting, the match's last verdict often among it, then
 ended the socket; the page sends its browsers what came and ends their
-streams) or was killed.  The token travels over the socket, never on a command line (``ps``).
+streams) or was killed.  The token travels over the socket, never on a command
+line (``ps``).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class PageProcess(Listener):
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._threads: list[threading.Thread] = []
+        self._writer: threading.Thread | None = None  # one of them: stop waits for its last batch
         self.press: Any = None
         self.resets = 0  # times the page process fell behind and started again
 
@@ -171,8 +173,9 @@ class PageProcess(Listener):
             self.stop()
             raise PageError(0, said[1])
         self.port = said[1]
+        self._writer = threading.Thread(target=self._write, name="page writer", daemon=True)
         for thread in (
-            threading.Thread(target=self._write, name="page writer", daemon=True),
+            self._writer,
             threading.Thread(target=self._read, args=(reader,), name="page reader", daemon=True),
         ):
             thread.start()
@@ -184,8 +187,8 @@ class PageProcess(Listener):
         moment old), then the page process ends its browsers' streams and itself."""
         self._closed.set()
         self._wake.set()
-        if self._threads:
-            self._threads[0].join(STOP_S)  # the writer: the last batch, then end of file
+        if self._writer is not None:
+            self._writer.join(STOP_S)  # the last batch, then the page's end of file
         if self._sock is not None:
             try:
                 self._sock.shutdown(socket.SHUT_RDWR)
