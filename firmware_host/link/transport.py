@@ -43,6 +43,12 @@ DEFAULT_BAUD = 921_600
 WAIT_REPORT_S = 12.0  # an absent port: a line this often (5 a minute: all lograte lets through)
 LATENCY_TIMER_MS = 1  # an FTDI adapter holds received bytes up to this long (16 by default)
 SYSFS = Path("/sys")
+PTY_MAJORS = range(136, 144)  # Unix98 pseudo-terminal slaves (the kernel's devices.txt)
+PTY_GONE = (
+    "a pseudo-terminal never comes back and its number goes to the next one opened "
+    "(maybe a shell): not reopened (a bridge that restarts, such as socat, "
+    "keeps a stable name with a symlink: link=/path)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +67,7 @@ class LinkState(enum.Enum):
     CONNECTING = "connecting"  # opening the port, or waiting to retry after a failed open
     OPEN = "open"
     LOST = "lost"  # an open port failed: unplugged cable, vanished device, closed peer
+    GONE = "gone"  # a pseudo-terminal named directly closed: never reopened (PTY_GONE)
     CLOSED = "closed"  # close() was called; terminal
 
 
@@ -112,6 +119,16 @@ StatusCallback = Callable[[LinkStatus], Any]
 def is_device(url: str) -> bool:
     """A local device path (``/dev/ttyUSB0``), not a pyserial URL (``socket://...``)."""
     return "://" not in url
+
+
+def names_a_pty(url: str, port: Any) -> bool:
+    """The URL is a pseudo-terminal's own node (``/dev/pts/7``), not a symlink to one."""
+    st = os.fstat(port.fileno())
+    return (
+        stat.S_ISCHR(st.st_mode)
+        and os.major(st.st_rdev) in PTY_MAJORS
+        and os.path.realpath(url) == os.path.abspath(url)
+    )
 
 
 BY_ID = Path("/dev/serial/by-id")
@@ -397,11 +414,18 @@ class SerialTransport:
                 self._set_state(LinkState.CONNECTING, error=self._why(exc), attempt=attempt)
                 self._closing.wait(self.backoff.delay_s(attempt))
                 continue
+            pty = is_device(self.url) and names_a_pty(self.url, port)
             if is_device(self.url):
                 self._tune(port)
             error = self._run_connection(port)
             attempt = 0
-            if error is not None:
+            if error is not None and pty:
+                # Reopening would split a stranger's bytes with it and write our lamp
+                # commands into its terminal.
+                self.stats.losses += 1
+                self._set_state(LinkState.GONE, error=f"{error}; {PTY_GONE}")
+                self._closing.wait()
+            elif error is not None:
                 self.stats.losses += 1
                 self._set_state(LinkState.LOST, error=error)
                 # Reopen at once (a brief glitch), then back off if it stays gone.
@@ -464,13 +488,14 @@ class SerialTransport:
         if state is LinkState.OPEN:
             self._opened.set()
         status = LinkStatus(state, self.url, time.monotonic_ns(), error, attempt)
-        if state is LinkState.LOST:
+        if state in (LinkState.LOST, LinkState.GONE):
             # A consumer of on_status (the daemon) says it in its own words, once: whether
             # it is a loss at all (a virtual table hanging up at its match's end is not).
             log.log(
                 logging.INFO if self._on_status else logging.WARNING,
-                "%s: link lost: %s",
+                "%s: link %s: %s",
                 self.url,
+                state.value,
                 error,
             )
         elif state is LinkState.CONNECTING and error:

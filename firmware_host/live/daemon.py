@@ -433,12 +433,14 @@ class Daemon:
         # The table says "match over", then closes its port; on a busy machine the thread
         # that reads its words may not have run yet: give it a moment (this thread is the
         # transport's, which has nothing to read from a closed port anyway).
-        if status.state is LinkState.LOST and ending is not None and ending.wait(HANG_UP_S):
+        lost = status.state in (LinkState.LOST, LinkState.GONE)
+        if lost and ending is not None and ending.wait(HANG_UP_S):
             log.info("port %s closed by the table at the end of its match", status.url)
             self._transport.closing.wait(HANG_UP_S)  # no reopen: run closes the transport
-        elif status.state is LinkState.LOST:
+        elif lost:
             self.stats.link_losses += 1
-            log.warning("port %s lost (%s); reconnecting", status.url, status.error)
+            again = "; reconnecting" if status.state is LinkState.LOST else ""
+            log.warning("port %s lost (%s)%s", status.url, status.error, again)
 
     def _health(self, change: HealthChange) -> None:
         """The command link's health, told once per change, in the words the status file

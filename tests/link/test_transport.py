@@ -13,7 +13,9 @@ import subprocess
 import tempfile
 import threading
 import time
+import tty
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -158,26 +160,81 @@ def test_a_second_host_on_the_same_port_is_refused_not_fed_half_the_bytes(pty_pa
     assert "lock" in refused.error
 
 
-def test_closing_the_pty_master_is_reported_as_lost_and_retried_until_closed(pty_pair):
-    master, path = pty_pair
+def _pty_numbered(path: str) -> tuple[int, int]:
+    """A new pty at ``path``: the kernel gives the lowest free number, so the one just freed."""
+    held = []
+    try:
+        for _ in range(8):  # another test may take the number first: then the next one freed
+            master, slave = os.openpty()
+            if os.ttyname(slave) == path:
+                return master, slave
+            held.append((master, slave))
+        pytest.skip(f"{path} was not given out again here")
+    finally:
+        for fd in (fd for pair in held for fd in pair):
+            os.close(fd)
+
+
+def test_a_closed_pty_is_gone_and_its_number_given_to_another_program_is_left_alone():
+    master, slave = os.openpty()
+    path = os.ttyname(slave)
+    os.close(slave)  # the table holds only its side: the number frees when that closes
     statuses = StatusLog()
     link = SerialTransport(path, on_status=statuses, backoff=FAST).open()
     try:
         statuses.wait_for(LinkState.OPEN)
         mark = len(statuses)
-        os.close(master)  # the "cable" is gone: the slave reads EIO
-        lost = statuses.wait_for(LinkState.LOST, after=mark)
-        statuses.wait_for(LinkState.CONNECTING, after=mark)
-        assert lost.error
-        assert not link.is_open
-        assert not link.write(b"x")
-        assert link._supervisor is not None and link._supervisor.is_alive()
+        os.close(master)  # the table's side is gone: the slave reads EIO
+        gone = statuses.wait_for(LinkState.GONE, after=mark)
+        assert "not reopened" in gone.error and not link.is_open
+        stranger, its_slave = _pty_numbered(path)  # a shell, another virtual table
+        try:
+            tty.setraw(its_slave)
+            sent = bytes(range(1, 256)) * 8
+            os.write(stranger, sent)
+            time.sleep(0.3)  # FAST backoff: dozens of reopen attempts, were there any
+            os.set_blocking(its_slave, False)
+            got = b""
+            with suppress(BlockingIOError):
+                while len(got) < len(sent):
+                    got += os.read(its_slave, 4096)
+            assert got == sent  # every byte its own, none taken by us
+            assert link.stats.opens == 1 and not link.write(b"SET_INDICATOR")
+            assert [s.state for s in statuses.items[mark:]] == [LinkState.GONE]
+        finally:
+            os.close(stranger)
+            os.close(its_slave)
     finally:
         t0 = time.monotonic()
         link.close()
     assert time.monotonic() - t0 < 1.0
     assert statuses.items[-1].state is LinkState.CLOSED
     assert link.stats.losses == 1
+
+
+def test_a_symlink_to_a_pty_is_reopened_when_the_bridge_points_it_at_a_new_one(pty_pair, tmp_path):
+    master, path = pty_pair
+    link_path = tmp_path / "table"  # socat's pty,link=...
+    link_path.symlink_to(path)
+    statuses = StatusLog()
+    with SerialTransport(str(link_path), on_status=statuses, backoff=FAST) as link:
+        statuses.wait_for(LinkState.OPEN)
+        mark = len(statuses)
+        os.close(master)
+        lost = statuses.wait_for(LinkState.LOST, after=mark)
+        assert lost.error
+        statuses.wait_for(LinkState.CONNECTING, after=mark)
+        again, slave = os.openpty()  # the bridge restarted: a new pty, the link moved to it
+        try:
+            link_path.unlink()
+            link_path.symlink_to(os.ttyname(slave))
+            statuses.wait_for(LinkState.OPEN, after=mark)
+            os.write(again, b"second")
+            assert b"".join(c.data for c in collect(link, 6)) == b"second"
+        finally:
+            os.close(again)
+            os.close(slave)
+    assert link.stats.opens == 2 and link.stats.losses == 1
 
 
 def test_socket_peer_vanishing_is_reported_and_the_link_reconnects_when_it_returns():
