@@ -13,6 +13,7 @@ match's clock (frames per match second, the flood's window), never the test's wa
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -34,6 +35,9 @@ SEED, MINUTES = 5, 0.5  # two shots, the first struck at 15 s and over at 26 s
 # where the flood's moving balls made foul 17 before the limits (and foul 17 between shots)
 FLOOD_S = (22.0, 25.0)
 RSS_SLACK_KB = 20 * 1024
+#: a loaded host reads the pty late, the table's buffer drops flood frames and the rate
+#: seen can dip below the limit for a while: the flood then ends and starts again, truly
+EPISODES_MAX = 5
 
 pytestmark = pytest.mark.wall_s(45)  # three matches on ptys at once: run first (conftest.py)
 
@@ -90,6 +94,13 @@ def test_decode_stats_and_replay_name_the_flood(tmp_path):
     assert replayed.returncode == 1 and "beyond their node's rate limit" in replayed.stderr
 
 
+def flood_episodes(log: str) -> int:
+    """How many floods the log tells, each a start then its end; -1 if they do not pair."""
+    said = re.findall(r"tracker (floods the link|keeps to its rate limit again)", log)
+    n = len(said) // 2
+    return n if said == ["floods the link", "keeps to its rate limit again"] * n else -1
+
+
 def _run_daemon(faults: str | None) -> tuple[list[dict], str, int]:
     """``firmware-host run`` refereeing its virtual table on a pty; its verdict lines, its
     log, and its peak RSS (kB: VmHWM of the run process alone, not its virtual table's)."""
@@ -119,8 +130,8 @@ def _run_daemon(faults: str | None) -> tuple[list[dict], str, int]:
 
 def test_run_on_a_pty_with_a_flooding_tracker_reports_it_and_stays_flat():
     """The real daemon on a real pty, the flood at 5 000 and 30 000 extra frames a second
-    for 3 s of the match: no false foul, the flood in the log once (its start and its
-    end) and in the closing summary's counts, peak RSS within 20 MB of the match without
+    for 3 s of the match: no false foul, the flood in the log by episodes (each start
+    and its end, never a line per frame dropped) and in the closing summary's counts, peak RSS within 20 MB of the match without
     the flood."""
     rates = (5_000, 30_000)
     faults = [None, *(f"flood-tracker:{rate}@{FLOOD_S[0]:g}-{FLOOD_S[1]:g}" for rate in rates)]
@@ -129,8 +140,7 @@ def test_run_on_a_pty_with_a_flooding_tracker_reports_it_and_stays_flat():
     assert [v for v in plain if v.get("kind") == "verdict"], "the daemon gave no verdict"
     for rate, (lines, err, kb) in zip(rates, flooded, strict=True):
         assert false_fouls(lines, plain) == [], rate
-        assert err.count("tracker floods the link") == 1, err
-        assert err.count("tracker keeps to its rate limit again") == 1, err
+        assert flood_episodes(err) in range(1, EPISODES_MAX + 1), err
         assert kb - plain_kb <= RSS_SLACK_KB, (rate, kb, plain_kb)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import threading
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 from proc_util import doc_picture, forked
 from web_util import Daemon, chromium, wait_for
+
+from firmware_host.web.process import PAGE_NICE
 
 pytestmark = pytest.mark.wall_s(90)  # alone, on an idle core: run first (conftest.py)
 
@@ -189,7 +192,12 @@ def test_a_bad_web_address_is_refused(text):
 
 
 class Listener(threading.Thread):
-    """One page's event stream, read as fast as a browser reads it: its verdict lines kept."""
+    """One page's event stream, read as fast as a browser reads it: its verdict lines kept.
+
+    A browser runs on its own machine (the club's screen, a phone); here its reading
+    takes this machine's CPU, so it runs at the page process's niceness: on a busy
+    machine it must not take the daemon's turn, as no real browser could.
+    """
 
     def __init__(self, url: str) -> None:
         super().__init__(daemon=True)
@@ -198,6 +206,7 @@ class Listener(threading.Thread):
         self.connected = threading.Event()
 
     def run(self) -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), PAGE_NICE)  # this thread
         try:
             with urllib.request.urlopen(self.url + "events", timeout=120) as stream:
                 self.connected.set()
