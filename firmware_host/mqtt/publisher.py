@@ -139,6 +139,7 @@ class TablePublisher:
         self.queued = spool.rows
         self._last_verdict: dict[str, Any] | None = None  # these two: the pipeline thread's
         self._lamp: dict[str, Any] | None = None
+        self._health: tuple[dict[str, Any], list[str]] | None = None  # the last one given
         self._inbox: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._inflight: dict[int, tuple[int, str]] = {}  # paho mid -> (spool seq, topic)
         self._handed = 0  # the last seq handed to paho
@@ -207,6 +208,7 @@ class TablePublisher:
 
     def health(self, status: dict[str, Any], problems: list[str]) -> None:
         """The 1 Hz health (service/health.py), with this publisher's own counters."""
+        self._health = status, problems
         health = {**status, "problems": problems, "web": self.web, "mqtt": self.counters()}
         self._queue("health", health, False, LATEST, time.time())
 
@@ -387,6 +389,8 @@ class TablePublisher:
                 if item[1] != self.connected:
                     log.info("broker %s %s", self.url, "connected" if item[1] else "lost")
                 self.connected = item[1]
+                if self._health is not None:  # the queued one says "not connected": not so
+                    self.health(*self._health)
             elif what == "cmd":
                 commands.append(item[1])
         self._write()  # what the pipeline queued first: no message waits on a command

@@ -249,3 +249,24 @@ def test_a_daemon_killed_while_the_broker_is_away_delivers_its_verdicts_after_a_
     assert latest["online"]["online"] is False  # the clean stop at the end of the match
     assert latest["health"]["mqtt"]["connected"] is True
     assert latest["health"]["mqtt"]["dropped_events"] > 0  # counted, and kept across the kill
+
+
+def test_the_health_queued_while_the_broker_was_away_is_told_again_once_it_is_back(
+    broker, tmp_path
+):
+    """A short match can end before the broker answers: its last health, queued meanwhile,
+    said "not connected", and the club showed that after every verdict had arrived."""
+    broker.stop()
+    publisher = TablePublisher(broker_url(broker.url), "k1", Spool(tmp_path / "q.sqlite"))
+    publisher.start()
+    try:
+        publisher.health({"state": "playing"}, [])  # the last health the daemon gives
+        broker.start()
+        subscriber = Subscriber(broker.url)
+        club = subscriber.club
+        wait_for(lambda: "health" in club.tables.get("k1", {}), 15, "the health")
+        wait_for(lambda: club.tables["k1"]["health"]["mqtt"]["connected"], 5, "a fresh health")
+        assert club.tables["k1"]["health"]["state"] == "playing"
+        subscriber.close()
+    finally:
+        publisher.close(flush_s=1)
