@@ -200,7 +200,7 @@ def _outage_run(broker, control_broker, folder: Path, attempt: int) -> str | Non
         f"{max(sink_ns) / 1e6:.2f} ms; {len(lag)} sensed events in the outage out "
         f"{np.median(lag):.1f} ms after their hub time (p50), p99 {np.percentile(lag, 99):.1f} "
         f"ms, max {lag.max():.1f} ms (host time; the control in the same window p50 "
-        f"{np.median(beside):.1f}, p99 {np.percentile(beside, 99):.1f} ms)"
+        f"{np.median(beside):.1f}, p99 {np.percentile(beside, 99):.1f}, max {beside.max():.1f} ms)"
     )
     assert sum(line["kind"] == "verdict" for line in in_outage) >= 3, "no verdict in the outage"
     assert queued_in_outage > 0
@@ -213,18 +213,26 @@ def _outage_run(broker, control_broker, folder: Path, attempt: int) -> str | Non
     # machine shared with other jobs the scheduler alone can stall a thread for tens of ms).
     # The bound is the live one, or on a machine busy with other work what the control showed
     # in the same window (times SLACK): the outage may not add to it.  A wait on the network
-    # would be seconds (a connect's timeout, the whole outage): no single event may wait
-    # WAITED_MS, while one scheduler stall on a busy machine may pass the bound.
+    # would be seconds (a connect's timeout, the whole outage): the pipeline thread may never
+    # pause WAITED_MS, and no single event may wait that long unless the control's did too
+    # (under stress-ng the in-process virtual hubs themselves stall: 1.7 s once, the
+    # pipeline's longest pause 57 ms), while one scheduler stall may pass the p99 bound.
     assert len(lag) > 100 and len(beside) > 100
-    assert lag.max() < WAITED_MS and gaps.max() < WAITED_MS
+    assert gaps.max() < WAITED_MS
     # the sink writes each line durably (the spool's commit) and never waits on the network
     assert np.median(sink_ns) / 1e6 < 10.0 and max(sink_ns) / 1e6 < WAITED_MS
     lag_bound = max(RELEASE_MS, SLACK * np.percentile(beside, 99))
     turn_bound = max(RELEASE_MS, SLACK * np.percentile(beside_gaps, 99))
-    if np.percentile(lag, 99) <= lag_bound and np.percentile(gaps, 99) <= turn_bound:
+    max_bound = max(WAITED_MS, SLACK * beside.max())
+    if (
+        np.percentile(lag, 99) <= lag_bound
+        and np.percentile(gaps, 99) <= turn_bound
+        and lag.max() < max_bound
+    ):
         return None
     return (
         f"{table.name}: p99 lag {np.percentile(lag, 99):.1f} ms (bound {lag_bound:.1f}), "
+        f"max lag {lag.max():.1f} ms (bound {max_bound:.1f}), "
         f"p99 turn {np.percentile(gaps, 99):.1f} ms (bound {turn_bound:.1f})"
     )
 
