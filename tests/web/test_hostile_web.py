@@ -195,6 +195,7 @@ def read_page(url: str, got: list[dict]) -> None:
 
 
 LATE_ON_A_BUSY_MACHINE = 3
+ATTEMPTS = 3  # runs of the flood a busy machine gets to show the late events are not theirs
 MATCH = ("--minutes", "0.5", "--speed", "1")  # the load test's match, at real time
 
 
@@ -240,11 +241,28 @@ def test_1000_streams_and_200_slow_connections_cost_no_event_and_no_byte(tmp_pat
     none live that it keeps replaying the same bytes) or lost (the live events are the
     recording's, replayed); the recording is
     complete; a page that was open before the flood got every verdict; the status file
-    never goes stale.  bench/hostile_load.py times the release lag with and without them."""
+    never goes stale.  bench/hostile_load.py times the release lag with and without them.
+    When the late count is over what the same match alone costs right after, the pair is
+    played again, up to ATTEMPTS times (stress-ng once made 4 late against 0 alone): the
+    clients' cost shows every time, the machine's moments do not; everything else must
+    hold in every run."""
+    missed = []
+    for attempt in range(1, ATTEMPTS + 1):
+        miss = _flood_run(tmp_path / f"run{attempt}")
+        if miss is None:
+            return
+        missed.append(f"run {attempt}: {miss}")
+    raise AssertionError("\n".join(missed))
+
+
+def _flood_run(folder: Path) -> str | None:
+    """One match under the flood: asserts what must hold in every run, and says why the
+    late count was over the same match's alone (None: it was not)."""
     from firmware_host.live.release_lag import SENSED
 
-    record = tmp_path / "rec"
-    page = LivePage(tmp_path, *MATCH, "--record", str(record), "--events", fd_limit=FD_LIMIT)
+    folder.mkdir()
+    record = folder / "rec"
+    page = LivePage(folder, *MATCH, "--record", str(record), "--events", fd_limit=FD_LIMIT)
     seen: list[dict] = []
     reader = threading.Thread(target=read_page, args=(page.url, seen), daemon=True)
     reader.start()
@@ -284,9 +302,6 @@ def test_1000_streams_and_200_slow_connections_cost_no_event_and_no_byte(tmp_pat
     late, again = _late(end, record)
     replayed = [(e["type"], e["t_us"]) for e in again.events if e["type"] in SENSED]
     assert late >= 0, end
-    if late > LATE_ON_A_BUSY_MACHINE:  # the clients', or the machine's? the same match alone
-        alone = _late_alone(tmp_path / "alone")
-        assert late <= alone + LATE_ON_A_BUSY_MACHINE, f"{end} (the match alone: {alone} late)"
     # A late frame costs at most the event it makes, which may then come from other frames
     # as another (stress-ng: 105 events live, 104 replayed, 5 frames late), or none (a
     # tracker frame between two that say the same); every other event is there, in order.
@@ -297,6 +312,10 @@ def test_1000_streams_and_200_slow_connections_cost_no_event_and_no_byte(tmp_pat
     shown = list(seen[0]["verdicts"])  # its snapshot, then the stream
     shown += [m["line"] for m in seen[1:] if (m.get("line") or {}).get("kind") == "verdict"]
     assert shown == verdicts, "the page open before the flood missed a verdict"
+    if late <= LATE_ON_A_BUSY_MACHINE:
+        return None
+    alone = _late_alone(folder / "alone")  # the clients', or the machine's? the match alone
+    return None if late <= alone + LATE_ON_A_BUSY_MACHINE else f"{end} (alone: {alone} late)"
 
 
 def test_the_live_page_refuses_a_forged_host_a_huge_shot_and_a_guesser(tmp_path):
