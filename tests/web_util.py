@@ -43,8 +43,9 @@ class Daemon:
         self.lines: list[dict] = []
         self.err: list[str] = []
         self.url: str | None = None
-        threading.Thread(target=self._out, daemon=True).start()
-        threading.Thread(target=self._err, daemon=True).start()
+        self.readers = [threading.Thread(target=f, daemon=True) for f in (self._out, self._err)]
+        for reader in self.readers:
+            reader.start()
 
     def _out(self) -> None:
         assert self.proc.stdout is not None
@@ -66,11 +67,15 @@ class Daemon:
         return self.url
 
     def close(self) -> None:
+        """Ends the run and reads its output to the end: on a loaded machine the readers can
+        be behind when it exits (stress-ng: a closing summary not yet read)."""
         self.proc.terminate()
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        for reader in self.readers:
+            reader.join(30)
 
 
 def wait_for(check, timeout_s: float, what: str):

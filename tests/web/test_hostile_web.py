@@ -160,8 +160,12 @@ class LivePage:
         self.err: list[str] = []
         self.url: str | None = None
         self.out: list[str] = []  # its stdout's lines (--json)
-        threading.Thread(target=lambda: self.out.extend(self.proc.stdout), daemon=True).start()
-        threading.Thread(target=self._err, daemon=True).start()
+        self.readers = [
+            threading.Thread(target=lambda: self.out.extend(self.proc.stdout), daemon=True),
+            threading.Thread(target=self._err, daemon=True),
+        ]
+        for reader in self.readers:
+            reader.start()
         wait_for(lambda: self.url or self.proc.poll() is not None, 120, "the live page")
         assert self.url, "".join(self.err)
 
@@ -178,9 +182,13 @@ class LivePage:
             return 0.0  # being replaced this instant
 
     def close(self) -> None:
+        """Ends the run and reads its output to the end: on a loaded machine the readers can
+        be behind when it exits (stress-ng: its closing summary not yet read)."""
         if self.proc.poll() is None:
             self.proc.terminate()
         self.proc.wait(30)
+        for reader in self.readers:
+            reader.join(30)
 
 
 def read_page(url: str, got: list[dict]) -> None:

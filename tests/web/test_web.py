@@ -221,7 +221,7 @@ class Listener(threading.Thread):
 
 
 SLACK = 1.5  # what pages may add to a busy machine's own lag before it counts as their cost
-ATTEMPTS = 2  # pairs of matches (with pages, alone) a busy machine gets
+ATTEMPTS = 3  # pairs of matches (with pages, alone) a busy machine gets
 
 
 def _release_lag(summary: str) -> tuple[float, float]:
