@@ -57,7 +57,7 @@ from .linkstats import (
     WindowFit,
     hub_rate_over,
     report,
-    window_row,
+    window_rows,
 )
 from .ranks import Ranks, TooMany
 from .statstream import Edges, HostFigures, HubClock, Tally
@@ -419,6 +419,8 @@ class HostRates:
     stretch or over its boot, whichever is known better (:meth:`.linkstats.HubRate.ppm`),
     made final once the boot's rate is known."""
 
+    width = 7  # numbers in a row: the fit's figures, its boot, the hub's rate over its stretch
+
     def __init__(self, counts: dict[int, int]) -> None:
         self.boots = {b: _BootRate(n) for b, n in sorted(counts.items()) if n >= MIN_SYNCS}
         self.stamps = _Unwrap()
@@ -446,17 +448,20 @@ class HostRates:
                             for w in tally.windows.values() for kept in w.open.values()]  # fmt: skip
                 rate.drop_below(min(low) - WINDOW_US)
 
-    def row(self, fit: WindowFit, boot: int) -> Any:
+    def row(self, fit: WindowFit, boot: int) -> list[float]:
         part = self.boots[boot].part(fit.lo, fit.hi) if boot in self.boots else UNKNOWN_RATE
-        return fit, boot, part
+        return [*fit.figures(), boot, *part]
 
     def whole(self, boot: int) -> tuple[float, float]:
         return self.boots[boot].whole() if boot in self.boots else UNKNOWN_RATE
 
-    def final(self, row: Any) -> list[float]:
-        fit, boot, part = row
-        whole = self.whole(boot)
-        return window_row(fit, part if part[1] < whole[1] else whole)
+    def final(self, rows: np.ndarray) -> np.ndarray:
+        """The windows' rows, each with the hub's rate over its stretch or over its boot,
+        whichever has the smaller uncertainty."""
+        boot = rows[:, 4].astype(np.int64)
+        wholes = {b: self.whole(b) for b in np.unique(boot).tolist()}
+        whole, part = np.array([wholes[b] for b in boot.tolist()]).reshape(-1, 2), rows[:, 5:]
+        return window_rows(rows[:, :4], np.where(part[:, 1:] < whole[:, 1:], part, whole))
 
 
 class _Latency:

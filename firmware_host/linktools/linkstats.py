@@ -215,14 +215,14 @@ def hub_rate_over(
 
 def _clock_windows(
     decoded: Decoded, starts: np.ndarray, hub_rate: HubRate | None, t_s: np.ndarray
-) -> dict[int, list[list[float]]]:
+) -> dict[int, np.ndarray]:
     """Per node: ``[t_s, offset_us, ppm, ±ppm]`` per window (the capture's time, the node's
     offset from the hub at it, its rate and how far that may be off: against the host where
     known, the hub's rate and uncertainty over the same window added)."""
     sync = decoded.tables.get("CLOCK_SYNC")
     out: dict[int, list[list[float]]] = {}
     if sync is None or not len(sync):
-        return out
+        return {}
     sync_t = t_s[np.searchsorted(decoded.frames["offset"], sync["offset"])]
     boot = np.searchsorted(starts, sync["offset"], side="right")
     for b in np.unique(boot).tolist():
@@ -240,7 +240,7 @@ def _clock_windows(
                 figure = window_figure(node, h[in_w], n[in_w], when[in_w], hub_rate, b)
                 if figure is not None:
                     out.setdefault(node, []).append(figure)
-    return out
+    return {node: np.array(rows) for node, rows in out.items()}
 
 
 def window_figure(
@@ -267,6 +267,10 @@ class WindowFit:
     lo: Any  # the hub times the window's samples span
     hi: Any
 
+    def figures(self) -> list[float]:
+        """``[t_s, offset, slope, unc]``: what :func:`window_rows` makes a row of."""
+        return [self.t_s, self.offset, self.slope, self.unc]
+
 
 def window_fit(node: int, h: np.ndarray, n: np.ndarray, when: np.ndarray) -> WindowFit | None:
     """:func:`window_figure` against the hub; None: too few samples or too short a span."""
@@ -282,9 +286,16 @@ def window_fit(node: int, h: np.ndarray, n: np.ndarray, when: np.ndarray) -> Win
 
 def window_row(fit: WindowFit, hub: tuple[float, float]) -> list[float]:
     """``[t_s, offset_us, ppm, ±ppm]`` of a window, the hub's (rate, ±) over it added."""
-    hub_ppm, hub_unc = hub
-    ppm = -fit.slope * 1e6 + hub_ppm  # node vs hub, + hub vs host
-    return [fit.t_s, fit.offset, ppm, fit.unc + hub_unc]
+    return window_rows(np.array([fit.figures()]), np.array([hub]))[0].tolist()
+
+
+def window_rows(figures: np.ndarray, hub: np.ndarray) -> np.ndarray:
+    """:func:`window_row` of windows at once (a streamed report keeps their figures in
+    arrays, :meth:`WindowFit.figures` a row, the hub's rate and ± one of ``hub``)."""
+    t_s, offset, slope, unc = figures.T
+    hub_ppm, hub_unc = hub.T
+    ppm = -slope * 1e6 + hub_ppm  # node vs hub, + hub vs host
+    return np.column_stack((t_s, offset, ppm, unc + hub_unc))
 
 
 def _latency(frames: np.ndarray, timing: Timing, boot: np.ndarray) -> dict[int, dict[str, float]]:
@@ -436,13 +447,13 @@ def trust_notes(stats: Any, notes: list[str]) -> dict[str, Any]:
 
 
 def bad_frames(
-    found: dict[int, tuple[list[int], list[float]]], problems: list[Found]
+    found: dict[int, tuple[np.ndarray, np.ndarray]], problems: list[Found]
 ) -> dict[str, dict[str, Any]]:
     """The report's bad frames by reason, from (offsets, times) per status; each reason a
     problem, in status order."""
     bad: dict[str, dict[str, Any]] = {}
     for status in sorted(found):
-        offsets, times = found[status]
+        offsets, times = (column.tolist() for column in found[status])
         reason = STATUS_NAMES[status]
         bad[reason] = {"count": len(offsets), "offsets": offsets, "times_s": times}
         problems.append(
@@ -488,7 +499,7 @@ def link_stats(
     found_bad = {}
     for status in np.unique(frames["status"][is_bad]).tolist():
         mine = is_bad & (frames["status"] == status)
-        found_bad[status] = (frames["offset"][mine].astype(int).tolist(), t_s[mine].tolist())
+        found_bad[status] = (frames["offset"][mine].astype(np.int64), t_s[mine])
     bad = bad_frames(found_bad, problems)
     problems += reboot_problems(reboots)
     hub_rate = HubRate(decoded, timing, boot) if has_host else None
@@ -538,7 +549,7 @@ class Findings:
     bad: dict[str, dict[str, Any]]
     reboots: list[dict[str, int]]
     per_type: dict[int, dict[str, Any]]
-    clocks: dict[int, list[list[float]]]
+    clocks: dict[int, np.ndarray]  # per node, a row per drift window (window_rows)
     lost: dict[int, dict[str, Any]]
     retx: dict[int, list[int]]  # per node, the offsets of its retransmissions
     latency: dict[int, dict[str, float]]
@@ -577,7 +588,7 @@ def report(found: Findings) -> dict[str, Any]:
                 Found(f"{label}: {plural(len(mine), 'retransmission')}", len(mine), mine)
             )
         if node in clocks:
-            entry["clock"] = _clock_entry(np.array(clocks[node]), node, has_host)
+            entry["clock"] = _clock_entry(clocks[node], node, has_host)
             problem = _drift_problem(label, entry["clock"], has_host)
             if problem:
                 problems.append(problem)

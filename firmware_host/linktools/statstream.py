@@ -14,7 +14,8 @@
    leaves the window after it: a minute or two of samples).
 
 What it keeps grows with what the report lists (the offsets of every bad frame, gap
-and retransmission), never with the frames.  The report is the one ``link_stats``
+and retransmission, every drift window's figures), never with the frames; and that in
+arrays (:class:`Column`), 8 bytes a number.  The report is the one ``link_stats``
 gives, byte for byte: the same float operations on the same values, chunk by chunk
 (``tests/linktools/test_stats_stream.py``).  A recording with host receive times
 (``.rxt``) is read by :mod:`.hoststream`, with the same :class:`Tally` on its times.
@@ -50,7 +51,7 @@ from .linkstats import (
     timing_notes,
     trust_notes,
     window_fit,
-    window_row,
+    window_rows,
 )
 from .recording import joined_bytes
 
@@ -111,16 +112,90 @@ class HubClock:
         return starts
 
 
+class Column:
+    """Numbers a report lists, appended as they are found, in one array that doubles as it
+    fills: as Python lists every number is an object and a pointer (32 bytes; a drift
+    window's row of four, 184), and a gigabyte's report lists some hundred thousand."""
+
+    def __init__(self, dtype: type, width: int = 0) -> None:
+        self._data = np.empty((16, width) if width else 16, dtype)
+        self._n = 0
+
+    def extend(self, rows: Any) -> None:
+        """Rows (numbers, or rows of ``width`` numbers) after those there are."""
+        rows = np.asarray(rows, self._data.dtype)
+        end = self._n + len(rows)
+        if end > len(self._data):
+            grown = np.empty((max(end, 2 * len(self._data)), *self._data.shape[1:]),
+                             self._data.dtype)  # fmt: skip
+            grown[: self._n] = self.values
+            self._data = grown
+        self._data[self._n : end] = rows
+        self._n = end
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def values(self) -> np.ndarray:
+        """The rows so far (a view: written through)."""
+        return self._data[: self._n]
+
+
 class HubOnly:
     """The hub's rate against the host where there is no host clock: none (the drift
     windows are against the hub; :class:`.hoststream.HostRates` is the other kind)."""
 
-    def row(self, fit: WindowFit, boot: int) -> Any:
-        """A closed window's entry in the report's list (made final by :meth:`final`)."""
-        return window_row(fit, (0.0, 0.0))
+    width = 4  # numbers in a row
 
-    def final(self, row: Any) -> list[float]:
-        return row
+    def row(self, fit: WindowFit, boot: int) -> list[float]:
+        """A closed window's numbers in the report's list (made its row by :meth:`final`)."""
+        return fit.figures()
+
+    def final(self, rows: np.ndarray) -> np.ndarray:
+        return window_rows(rows, np.zeros((len(rows), 2)))
+
+
+class _SeqGaps:
+    """A node's seq gaps so far: each one's offset and time (of the frame after it), its
+    seq, size and how many of it are still missing (a late resend fills one)."""
+
+    def __init__(self) -> None:
+        self.times = Column(np.float64)
+        self.rows = Column(np.int64, 4)  # offset, seq, gap, missing
+
+    def open(self, offset: int, t_s: float, seq: int, gap: int) -> None:
+        self.times.extend([t_s])
+        self.rows.extend([[offset, seq, gap, gap]])
+
+    def fill(self, seq: int) -> None:
+        """A late resend of ``seq``: one fewer missing in the nearest gap before it that covers
+        it (:func:`.linkstats._lost`).  Searched from the latest back, ever further: a resend
+        comes within the decoder's seq window of its gap."""
+        rows = self.rows.values
+        end, step = len(rows), 64
+        while end > 0:
+            start = max(end - step, 0)
+            _, after, gap, _ = rows[start:end].T
+            covers = np.flatnonzero((seq - (after - gap)) % SEQ_MOD < gap)
+            if len(covers):
+                row = rows[start + covers[-1]]
+                row[3] -= 1 if row[3] else 0
+                return
+            end, step = start, 2 * step
+
+    def lost(self) -> dict[str, Any] | None:
+        """The report's entry (:func:`.linkstats._lost`): the gaps still missing frames."""
+        missing = self.rows.values[:, 3]
+        kept = missing > 0
+        if not kept.any():
+            return None
+        return {
+            "count": int(missing.sum()),
+            "offsets": self.rows.values[kept, 0].tolist(),
+            "times_s": self.times.values[kept].tolist(),
+            "missing": missing[kept].tolist(),
+        }
 
 
 class _Windows:
@@ -132,7 +207,7 @@ class _Windows:
         self.rates = rates
         self.open: dict[int, list[list[float]]] = {}  # window -> [h, n, when] lists
 
-    def add(self, h: np.ndarray, n_raw: np.ndarray, when: np.ndarray, out: list) -> None:
+    def add(self, h: np.ndarray, n_raw: np.ndarray, when: np.ndarray, out: Column) -> None:
         n = unwrap(np.concatenate(([self.n_prev], n_raw)), 32)[1:]
         self.n_prev = int(n[-1])
         which = np.where(h < self.h0, 0, (h - self.h0) // WINDOW_US + 1)
@@ -143,13 +218,13 @@ class _Windows:
                 column.append(values)
         self.close(int(which[-1]) - 1, out)
 
-    def close(self, below: float, out: list) -> None:
+    def close(self, below: float, out: Column) -> None:
         """The windows before ``below`` have all their samples: their figures to ``out``."""
         for w in sorted(w for w in self.open if w < below):
             h, n, when = (np.concatenate(c) for c in self.open.pop(w))
             fit = window_fit(self.node, h, n, when)
             if fit is not None:
-                out.append(self.rates.row(fit, self.boot))
+                out.extend([self.rates.row(fit, self.boot)])
 
 
 @dataclass
@@ -169,15 +244,15 @@ class Tally:
         self.rates = rates
         self.frames = 0
         self.lo, self.hi = np.inf, -np.inf  # the good frames' times
-        self.bad: dict[int, tuple[list[int], list[float]]] = {}
+        self.bad: dict[int, tuple[Column, Column]] = {}  # status -> offsets, times
         self.types: dict[int, list[Any]] = {}  # node * 256 + type -> see _types
-        self.gaps: dict[int, list[list[Any]]] = {}  # node -> [offset, t, seq, gap, missing]
-        self.retx: dict[int, list[int]] = {}
+        self.gaps: dict[int, _SeqGaps] = {}
+        self.retx: dict[int, Column] = {}  # node -> offsets
         self.beats: dict[int, dict[str, int]] = {}  # boot -> the hub's counts' maxima
         self.first_count: dict[str, int] = {}
         self.sync_boot, self.sync_prev = -1, 0  # the boot of the latest CLOCK_SYNC, its stamp
         self.windows: dict[int, _Windows] = {}  # peer -> its windows in that boot
-        self.clocks: dict[int, list[Any]] = {}  # per node, rates.row of each window
+        self.clocks: dict[int, Column] = {}  # per node, rates.row of each window
         self.first: tuple[np.void, bool] | None = None  # the first frame, joined mid-frame?
 
     def feed(self, decoded: Decoded, boot: np.ndarray, t_s: np.ndarray, first: int) -> None:
@@ -196,9 +271,9 @@ class Tally:
             self.lo, self.hi = min(self.lo, t_s[good].min()), max(self.hi, t_s[good].max())
         for s in np.unique(status[is_bad]).tolist():
             mine = is_bad & (status == s)
-            offsets, times = self.bad.setdefault(s, ([], []))
-            offsets += frames["offset"][mine].astype(int).tolist()
-            times += t_s[mine].tolist()
+            offsets, times = self.bad.setdefault(s, (Column(np.int64), Column(np.float64)))
+            offsets.extend(frames["offset"][mine])
+            times.extend(t_s[mine])
         self._types(frames, t_s, boot)
         self._seq(frames[good], t_s[good])
         if (beats := decoded.tables.get("HEARTBEAT")) is not None:
@@ -234,19 +309,15 @@ class Tally:
         marks = good["seq_mark"]
         for i in np.flatnonzero((marks == GAP) | (marks == LATE)).tolist():
             f = good[i]
-            gaps = self.gaps.setdefault(int(f["node"]), [])
+            gaps = self.gaps.setdefault(int(f["node"]), _SeqGaps())
             if marks[i] == GAP:
-                gap = int(f["seq_gap"])
-                gaps.append([int(f["offset"]), float(t_s[i]), int(f["seq"]), gap, gap])
-                continue
-            for entry in reversed(gaps):
-                if (int(f["seq"]) - (entry[2] - entry[3])) % SEQ_MOD < entry[3]:
-                    entry[4] -= 1 if entry[4] else 0
-                    break
+                gaps.open(int(f["offset"]), float(t_s[i]), int(f["seq"]), int(f["seq_gap"]))
+            else:
+                gaps.fill(int(f["seq"]))
         retx = good[(good["flags"] & FLAG_RETRANSMISSION) != 0]
         for node in np.unique(retx["node"]).tolist():
-            offsets = retx["offset"][retx["node"] == node].astype(int).tolist()
-            self.retx.setdefault(node, []).extend(offsets)
+            offsets = retx["offset"][retx["node"] == node]
+            self.retx.setdefault(node, Column(np.int64)).extend(offsets)
 
     def _beats(self, beats: np.ndarray, boot: np.ndarray) -> None:
         for b in np.unique(boot).tolist():
@@ -281,12 +352,15 @@ class Tally:
                     first_h = int(h[sel][0])
                     self.windows[node] = _Windows(node, b, first_h, int(peer_t[sel][0]), self.rates)
                 self.windows[node].add(
-                    h[sel], peer_t[sel].astype(np.int64), at[sel], self.clocks.setdefault(node, [])
+                    h[sel], peer_t[sel].astype(np.int64), at[sel], self._clock(node)
                 )
+
+    def _clock(self, node: int) -> Column:
+        return self.clocks.setdefault(node, Column(np.float64, self.rates.width))
 
     def _close_all(self) -> None:
         for node, windows in self.windows.items():
-            windows.close(np.inf, self.clocks.setdefault(node, []))
+            windows.close(np.inf, self._clock(node))
         self.windows = {}
 
     def findings(self, stats: Any, clock: HubClock, size: int, tail: int, continues: bool,
@@ -299,7 +373,7 @@ class Tally:
         problems, notes = capture_edges(size, tail, joined, continues)
         notes += timing_notes(timing)
         trust = trust_notes(stats, notes)
-        bad = bad_frames(self.bad, problems)
+        bad = bad_frames({s: (o.values, t.values) for s, (o, t) in self.bad.items()}, problems)
         problems += reboot_problems(clock.reboots)
         per_type = self._per_type()
         beats = per_type.get(0, {}).get("HEARTBEAT")
@@ -313,9 +387,9 @@ class Tally:
             bad=bad,
             reboots=clock.reboots,
             per_type=per_type,
-            clocks={node: [self.rates.final(r) for r in c] for node, c in self.clocks.items() if c},
-            lost=self._lost(),
-            retx=self.retx,
+            clocks={node: self.rates.final(c.values) for node, c in self.clocks.items() if len(c)},
+            lost={node: lost for node in sorted(self.gaps) if (lost := self.gaps[node].lost())},
+            retx={node: c.values.tolist() for node, c in self.retx.items()},
             latency=host.latency,
             problems=problems,
             notes=notes,
@@ -344,19 +418,6 @@ class Tally:
         key = node * 256 + BY_NAME[name].msg_type
         end = self.types[key][5]
         return end if end is not None else 0.0
-
-    def _lost(self) -> dict[int, dict[str, Any]]:
-        out = {}
-        for node in sorted(self.gaps):
-            kept = [g for g in self.gaps[node] if g[4] > 0]
-            if kept:
-                out[node] = {
-                    "count": sum(g[4] for g in self.gaps[node]),
-                    "offsets": [g[0] for g in kept],
-                    "times_s": [g[1] for g in kept],
-                    "missing": [g[4] for g in kept],
-                }
-        return out
 
 
 def stream_stats(read: Callable[[], Iterable[bytes]], *, continues: bool = False) -> dict[str, Any]:
