@@ -496,7 +496,7 @@ def host_stats(
     if host.backlog_ok:
         counts[0] -= host.backlog_ok
     rates, latency = HostRates(counts), _Latency()
-    tally, edges = Tally(rates), Edges()
+    tally, edges = Tally(rates, host.timing.joined_until_s), Edges()
     fits = Fits(merge=True)
     at_join: int | None = None
     joined_until = host.timing.joined_until_s

@@ -8,6 +8,8 @@ per node and message type, and named in words when it is a problem:
   and retransmissions (flags bit 0) per node;
 * bad frames by reason with their offsets, hub reboots (a HELLO with a new
   ``boot_id``) with theirs;
+* of each finding's offsets only the first :data:`LISTED` (its count is of all:
+  a hostile file of millions of bad frames costs a bounded report, issue 29);
 * each node's clock rate over time against ICD §7 (``MAX_PPM``), and with
   host receive times the arrival latency per node.
 
@@ -34,7 +36,7 @@ import numpy as np
 from protocol.catalogue import BY_TYPE, FLAG_RETRANSMISSION, NODE_NAMES
 from protocol.decoder import STATUS_NAMES, Decoded, decode_capture
 from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
-from protocol.seqwindow import GAP, LATE, SEQ_MOD
+from protocol.seqwindow import GAP, LATE, SEQ_MOD, WINDOW
 
 from ..cli.args import plural
 from ..timing.clock_model import MAX_PPM, slope_error
@@ -53,25 +55,70 @@ MIN_SYNCS = 8  # a window with fewer CLOCK_SYNC samples of a node gives no figur
 PPM_MARGIN = 5.0  # measurement margin before a rate is called out of spec
 HEARTBEAT_GAP_S = 2.5  # HEARTBEAT is 1 Hz: a longer silence is a stalled link
 JOIN_SETTLE_S = 1.0  # after a join's backlog, what the hub queued meanwhile comes this soon
-MAX_LISTED = 10  # offsets listed per finding (all are in --json)
+MAX_LISTED = 10  # offsets the text shows per finding ("and K more": K against its count)
+#: offsets (and their times, missing) a finding lists in --json and in what ``stats`` keeps;
+#: its count is of all.  A thousand is more than anyone reads, and bounds a hostile file's
+#: report (5 M bad frames of garbage once made a 171 MB report and 919 MB of RSS, issue 29)
+LISTED = 1000
+#: gaps a late resend may fill, the latest of its node's: a resend is LATE only within
+#: the decoder's seq window (``WINDOW`` seq values behind the newest) and each gap after
+#: the one it falls in takes two seq values or more, so that gap is among the last
+#: ``WINDOW // 2`` unless the node restarted its counter since; the rest are final
+FILL_REACH = WINDOW
 
 
 @dataclass
 class Found:
-    """One problem: its words, and the offsets where it is."""
+    """One problem: its words, and the offsets where it is (the first :data:`LISTED` of
+    ``places``, when there are more)."""
 
     what: str
     count: int
     offsets: list[int] = field(default_factory=list)
+    places: int | None = None  # offsets there are in all; None: those listed
+
+    @property
+    def total(self) -> int:
+        """Offsets there are, listed or not: what "and K more" counts against."""
+        return len(self.offsets) if self.places is None else self.places
 
     def text(self) -> str:
         if not self.offsets:
             return self.what
         shown = ", ".join(str(o) for o in self.offsets[:MAX_LISTED])
-        more = (
-            f" and {len(self.offsets) - MAX_LISTED} more" if len(self.offsets) > MAX_LISTED else ""
-        )
-        return f"{self.what} (at offset{'s' if len(self.offsets) > 1 else ''} {shown}{more})"
+        more = f" and {self.total - MAX_LISTED} more" if self.total > MAX_LISTED else ""
+        return f"{self.what} (at offset{'s' if self.total > 1 else ''} {shown}{more})"
+
+    def entry(self) -> dict[str, Any]:
+        """The report's ``problems`` entry: ``listed`` only when fewer than there are."""
+        return {"text": self.text(), "count": self.count, "offsets": self.offsets,
+                **listed_key(len(self.offsets), self.total)}  # fmt: skip
+
+
+def listed_key(listed: int, total: int) -> dict[str, int]:
+    """``{"listed": n}`` for an entry that lists fewer offsets than it has, else nothing (a
+    report under the cap stays as it was)."""
+    return {"listed": listed} if listed < total else {}
+
+
+class Listing:
+    """A finding's count and its first :data:`LISTED` rows (offset, time, ...), the rest
+    counted and dropped: what is kept stays bounded whatever the capture holds."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.rows: list[tuple[Any, ...]] = []
+
+    def extend(self, *columns: np.ndarray) -> None:
+        """Rows given as columns of equal length, after those there are."""
+        room = LISTED - len(self.rows)
+        if room > 0:
+            self.rows += zip(*(c[:room].tolist() for c in columns))
+        self.count += len(columns[0])
+
+    def column(self, i: int) -> list[Any]:
+        """The listed rows' ``i``-th values."""
+        return [row[i] for row in self.rows]
 
 
 def node_label(node: int) -> str:
@@ -130,36 +177,91 @@ def _timing(decoded: Decoded, capture: np.ndarray, rx: np.ndarray | None) -> Tim
     return Timing(t, True, speed, backlog, backlog_hub_s, joined_until)
 
 
-def _lost(good: np.ndarray, t_s: np.ndarray) -> dict[int, dict[str, Any]]:
-    """Per node: frames missing in ``seq``; per gap, the offset and time of the frame after it
-    and how many are missing there.
+def _lost(good: np.ndarray, t_s: np.ndarray, joined_until_s: float) -> dict[int, Lost]:
+    """Per node: frames missing in ``seq`` (:class:`SeqGaps`), the good frames' gaps and late
+    resends taken in order as the streamed report takes them a read at a time."""
+    gaps: dict[int, SeqGaps] = {}
+    take_seq_marks(gaps, good, t_s, joined_until_s)
+    return {node: lost for node in sorted(gaps) if (lost := gaps[node].lost())}
 
-    The decoder marked each frame (:mod:`protocol.seqwindow`): a GAP frame follows
-    ``seq_gap`` missing ones; a LATE resend (ICD §3) fills one of the gap it falls in,
-    the nearest before it that covers its ``seq``, as the decoder's count does.
+
+def take_seq_marks(
+    gaps: dict[int, SeqGaps], good: np.ndarray, t_s: np.ndarray, joined_until_s: float
+) -> None:
+    """The decoder's marks (:mod:`protocol.seqwindow`) of good frames into their node's gaps:
+    a GAP frame follows ``seq_gap`` missing ones; a LATE resend (ICD §3) fills one."""
+    marks = good["seq_mark"]
+    for i in np.flatnonzero((marks == GAP) | (marks == LATE)).tolist():
+        f = good[i]
+        mine = gaps.setdefault(int(f["node"]), SeqGaps(joined_until_s))
+        if marks[i] == GAP:
+            mine.open(int(f["offset"]), float(t_s[i]), int(f["seq"]), int(f["seq_gap"]))
+        else:
+            mine.fill(int(f["seq"]))
+
+
+#: a node's losses in the report (``count``, ``offsets``, ``times_s``, ``missing``; and
+#: ``listed``, ``gaps`` when it has more gaps than it lists), and how many were lost at a join
+Lost = tuple[dict[str, Any], int]
+
+
+class SeqGaps:
+    """A node's seq gaps: each one's offset and time (of the frame after it), its seq, size
+    and how many of it are still missing (a late resend fills one).
+
+    The latest :data:`FILL_REACH` gaps are kept for resends to fill; an older one is final:
+    counted (at the join if its time is not after ``joined_until_s``: nobody read then),
+    and listed while fewer than :data:`LISTED` are.  A hostile node with random seqs opens
+    a gap a frame: this keeps a bounded tail and the listing, never every gap.
     """
-    out: dict[int, dict[str, Any]] = {}
-    for node in np.unique(good["node"]).tolist():
-        mine = np.flatnonzero(good["node"] == node)
-        gaps = mine[good["seq_mark"][mine] == GAP]
-        missing = good["seq_gap"][gaps].astype(int)
-        for late in mine[good["seq_mark"][mine] == LATE].tolist():
-            seq = int(good["seq"][late])
-            before = np.flatnonzero(gaps < late)[::-1]
-            first = good["seq"][gaps[before]].astype(int) - good["seq_gap"][gaps[before]]
-            covers = before[(seq - first) % SEQ_MOD < good["seq_gap"][gaps[before]]]
-            if len(covers) and missing[covers[0]]:
-                missing[covers[0]] -= 1
-        kept = missing > 0
-        if kept.any():
-            at = gaps[kept]
-            out[node] = {
-                "count": int(missing.sum()),
-                "offsets": good["offset"][at].astype(int).tolist(),
-                "times_s": t_s[at].tolist(),
-                "missing": missing[kept].tolist(),
-            }
-    return out
+
+    def __init__(self, joined_until_s: float = -np.inf) -> None:
+        self.joined_until_s = joined_until_s
+        self.rows = np.empty((2 * FILL_REACH, 4), np.int64)  # offset, seq, gap, missing
+        self.times = np.empty(2 * FILL_REACH)
+        self.n = 0  # rows kept
+        self.listing = Listing()  # final gaps after the join: offset, time, missing
+        self.missing = self.at_join = 0  # frames missing in final gaps, after / at the join
+
+    def open(self, offset: int, t_s: float, seq: int, gap: int) -> None:
+        if self.n == len(self.rows):
+            self._final(FILL_REACH)
+        self.rows[self.n] = offset, seq, gap, gap
+        self.times[self.n] = t_s
+        self.n += 1
+
+    def fill(self, seq: int) -> None:
+        """A late resend of ``seq``: one fewer missing in the nearest gap before it, of the
+        latest :data:`FILL_REACH`, that covers it (none if that one is filled already)."""
+        start = max(self.n - FILL_REACH, 0)
+        _, after, gap, _ = self.rows[start : self.n].T
+        covers = np.flatnonzero((seq - (after - gap)) % SEQ_MOD < gap)
+        if len(covers):
+            row = self.rows[start + covers[-1]]
+            row[3] -= 1 if row[3] else 0
+
+    def _final(self, n: int) -> None:
+        """The oldest ``n`` gaps kept are past any resend: counted and listed, dropped."""
+        offset, missing, t_s = self.rows[:n, 0], self.rows[:n, 3], self.times[:n]
+        after = (missing > 0) & (t_s > self.joined_until_s)
+        self.at_join += int(missing[t_s <= self.joined_until_s].sum())
+        self.missing += int(missing[after].sum())
+        self.listing.extend(offset[after], t_s[after], missing[after])
+        self.rows[: self.n - n] = self.rows[n : self.n]
+        self.times[: self.n - n] = self.times[n : self.n]
+        self.n -= n
+
+    def lost(self) -> Lost | None:
+        """The report's entry and the count at the join; None: no gap is missing a frame."""
+        self._final(self.n)
+        if not self.missing and not self.at_join:
+            return None
+        listing = self.listing
+        listed = {"offsets": listing.column(0), "times_s": listing.column(1),
+                  "missing": listing.column(2)}  # fmt: skip
+        capped = listed_key(len(listing.rows), listing.count)
+        return {"count": self.missing, **listed, **capped,
+                **({"gaps": listing.count} if capped else {})}, self.at_join  # fmt: skip
 
 
 class HubRate:
@@ -446,19 +548,17 @@ def trust_notes(stats: Any, notes: list[str]) -> dict[str, Any]:
     return {"signed": stats.signed, "conflicts": stats.conflicts, "over_rate": stats.over_rate}
 
 
-def bad_frames(
-    found: dict[int, tuple[np.ndarray, np.ndarray]], problems: list[Found]
-) -> dict[str, dict[str, Any]]:
-    """The report's bad frames by reason, from (offsets, times) per status; each reason a
-    problem, in status order."""
+def bad_frames(found: dict[int, Listing], problems: list[Found]) -> dict[str, dict[str, Any]]:
+    """The report's bad frames by reason, from their (offset, time) listing per status; each
+    reason a problem, in status order."""
     bad: dict[str, dict[str, Any]] = {}
     for status in sorted(found):
-        offsets, times = (column.tolist() for column in found[status])
+        listing = found[status]
+        offsets, n = listing.column(0), listing.count
         reason = STATUS_NAMES[status]
-        bad[reason] = {"count": len(offsets), "offsets": offsets, "times_s": times}
-        problems.append(
-            Found(f"{plural(len(offsets), 'bad frame')} ({reason})", len(offsets), offsets)
-        )
+        bad[reason] = {"count": n, "offsets": offsets, "times_s": listing.column(1),
+                       **listed_key(len(offsets), n)}  # fmt: skip
+        problems.append(Found(f"{plural(n, 'bad frame')} ({reason})", n, offsets, n))
     return bad
 
 
@@ -499,7 +599,8 @@ def link_stats(
     found_bad = {}
     for status in np.unique(frames["status"][is_bad]).tolist():
         mine = is_bad & (frames["status"] == status)
-        found_bad[status] = (frames["offset"][mine].astype(np.int64), t_s[mine])
+        found_bad[status] = Listing()
+        found_bad[status].extend(frames["offset"][mine].astype(np.int64), t_s[mine])
     bad = bad_frames(found_bad, problems)
     problems += reboot_problems(reboots)
     hub_rate = HubRate(decoded, timing, boot) if has_host else None
@@ -517,7 +618,7 @@ def link_stats(
             reboots=reboots,
             per_type=per_type,
             clocks=_clock_windows(decoded, starts, hub_rate, t_s),
-            lost=_lost(frames[good], t_s[good]),
+            lost=_lost(frames[good], t_s[good], timing.joined_until_s),
             retx=_retransmissions(retx),
             latency=_latency(frames, timing, boot) if has_host else {},
             problems=problems,
@@ -530,10 +631,13 @@ def link_stats(
     )
 
 
-def _retransmissions(retx: np.ndarray) -> dict[int, list[int]]:
-    """Per node, the offsets of its retransmissions (frame-table rows)."""
-    return {n: retx["offset"][retx["node"] == n].astype(int).tolist()
-            for n in np.unique(retx["node"]).tolist()}  # fmt: skip
+def _retransmissions(retx: np.ndarray) -> dict[int, Listing]:
+    """Per node, its retransmissions' offsets (frame-table rows)."""
+    out = {}
+    for n in np.unique(retx["node"]).tolist():
+        out[n] = Listing()
+        out[n].extend(retx["offset"][retx["node"] == n].astype(np.int64))
+    return out
 
 
 @dataclass
@@ -550,8 +654,8 @@ class Findings:
     reboots: list[dict[str, int]]
     per_type: dict[int, dict[str, Any]]
     clocks: dict[int, np.ndarray]  # per node, a row per drift window (window_rows)
-    lost: dict[int, dict[str, Any]]
-    retx: dict[int, list[int]]  # per node, the offsets of its retransmissions
+    lost: dict[int, Lost]
+    retx: dict[int, Listing]  # per node, the offsets of its retransmissions
     latency: dict[int, dict[str, float]]
     problems: list[Found]
     notes: list[str]
@@ -574,19 +678,20 @@ def report(found: Findings) -> dict[str, Any]:
             "name": NODE_NAMES.get(node, "?"),
             "types": found.per_type.get(node, {}),
         }
-        entry["lost"], entry["lost_at_join"] = _split_at_join(lost.get(node), timing)
+        entry["lost"], entry["lost_at_join"] = lost.get(node, NO_LOSS)
         if entry["lost_at_join"]:
             lost_at_join[node] = entry["lost_at_join"]
-        n_lost = entry["lost"]["count"]
-        if n_lost:
-            what = f"{label}: {plural(n_lost, 'frame')} lost (seq gaps)"
-            problems.append(Found(what, n_lost, entry["lost"]["offsets"]))
-        mine = found.retx.get(node, [])
-        entry["retransmissions"] = {"count": len(mine), "offsets": mine}
-        if mine:
-            problems.append(
-                Found(f"{label}: {plural(len(mine), 'retransmission')}", len(mine), mine)
-            )
+        gaps = entry["lost"]
+        if gaps["count"]:
+            what = f"{label}: {plural(gaps['count'], 'frame')} lost (seq gaps)"
+            places = gaps.get("gaps", len(gaps["offsets"]))
+            problems.append(Found(what, gaps["count"], gaps["offsets"], places))
+        mine = found.retx.get(node, Listing())
+        offsets, n = mine.column(0), mine.count
+        entry["retransmissions"] = {"count": n, "offsets": offsets,
+                                    **listed_key(len(offsets), n)}  # fmt: skip
+        if n:
+            problems.append(Found(f"{label}: {plural(n, 'retransmission')}", n, offsets, n))
         if node in clocks:
             entry["clock"] = _clock_entry(clocks[node], node, has_host)
             problem = _drift_problem(label, entry["clock"], has_host)
@@ -608,6 +713,9 @@ def report(found: Findings) -> dict[str, Any]:
     if parts:
         notes.append(f"before the join nobody read the port: {' and '.join(parts)} are not the "
                      "link's")  # fmt: skip
+    if any(len(p.offsets) < p.total for p in problems):
+        notes.append(f"a finding with more than {LISTED} offsets lists only its first {LISTED} "
+                     "(with their times; \"listed\" in --json says how many): its count is of all")  # fmt: skip
     return {
         "clock": "host" if has_host else "hub",
         "speed": timing.speed,
@@ -620,19 +728,12 @@ def report(found: Findings) -> dict[str, Any]:
         "reboots": found.reboots,
         "nodes": nodes,
         "notes": notes,
-        "problems": [{"text": p.text(), "count": p.count, "offsets": p.offsets} for p in problems],
+        "problems": [p.entry() for p in problems],
         **{k: v for k, v in found.trust.items() if v},  # issue 29: only when there are any
     }
 
 
-def _split_at_join(lost: dict[str, Any] | None, timing: Timing) -> tuple[dict[str, Any], int]:
-    """A node's losses after the join, and how many were lost at it (before anyone read)."""
-    if lost is None:
-        return {"count": 0, "offsets": [], "times_s": [], "missing": []}, 0
-    keep = [i for i, t in enumerate(lost["times_s"]) if t > timing.joined_until_s]
-    at_join = lost["count"] - sum(lost["missing"][i] for i in keep)
-    after = {key: [lost[key][i] for i in keep] for key in ("offsets", "times_s", "missing")}
-    return {"count": lost["count"] - at_join, **after}, at_join
+NO_LOSS: Lost = {"count": 0, "offsets": [], "times_s": [], "missing": []}, 0
 
 
 def _clock_entry(series: np.ndarray, node: int, has_host: bool) -> dict[str, Any]:

@@ -13,8 +13,9 @@
    drift windows (a window's CLOCK_SYNC samples are kept until the hub's clock
    leaves the window after it: a minute or two of samples).
 
-What it keeps grows with what the report lists (the offsets of every bad frame, gap
-and retransmission, every drift window's figures), never with the frames; and that in
+What it keeps grows with what the report lists (the first ``LISTED`` offsets of the bad
+frames of a reason, of a node's gaps and its retransmissions, with the latest gaps a
+resend may fill; every drift window's figures), never with the frames; the windows in
 arrays (:class:`Column`), 8 bytes a number.  The report is the one ``link_stats``
 gives, byte for byte: the same float operations on the same values, chunk by chunk
 (``tests/linktools/test_stats_stream.py``).  A recording with host receive times
@@ -32,7 +33,6 @@ import numpy as np
 from protocol.catalogue import BY_NAME, BY_TYPE, FLAG_RETRANSMISSION
 from protocol.decoder import Decoded, StreamDecoder
 from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
-from protocol.seqwindow import GAP, LATE, SEQ_MOD
 
 from ..timing.clock_model import MAX_PPM
 from ..timing.unwrap import unwrap
@@ -40,6 +40,8 @@ from .linkstats import (
     HUB_COUNTS,
     WINDOW_S,
     Findings,
+    Listing,
+    SeqGaps,
     Timing,
     WindowFit,
     bad_frames,
@@ -48,6 +50,7 @@ from .linkstats import (
     reboot_problems,
     report,
     stall_problem,
+    take_seq_marks,
     timing_notes,
     trust_notes,
     window_fit,
@@ -156,48 +159,6 @@ class HubOnly:
         return window_rows(rows, np.zeros((len(rows), 2)))
 
 
-class _SeqGaps:
-    """A node's seq gaps so far: each one's offset and time (of the frame after it), its
-    seq, size and how many of it are still missing (a late resend fills one)."""
-
-    def __init__(self) -> None:
-        self.times = Column(np.float64)
-        self.rows = Column(np.int64, 4)  # offset, seq, gap, missing
-
-    def open(self, offset: int, t_s: float, seq: int, gap: int) -> None:
-        self.times.extend([t_s])
-        self.rows.extend([[offset, seq, gap, gap]])
-
-    def fill(self, seq: int) -> None:
-        """A late resend of ``seq``: one fewer missing in the nearest gap before it that covers
-        it (:func:`.linkstats._lost`).  Searched from the latest back, ever further: a resend
-        comes within the decoder's seq window of its gap."""
-        rows = self.rows.values
-        end, step = len(rows), 64
-        while end > 0:
-            start = max(end - step, 0)
-            _, after, gap, _ = rows[start:end].T
-            covers = np.flatnonzero((seq - (after - gap)) % SEQ_MOD < gap)
-            if len(covers):
-                row = rows[start + covers[-1]]
-                row[3] -= 1 if row[3] else 0
-                return
-            end, step = start, 2 * step
-
-    def lost(self) -> dict[str, Any] | None:
-        """The report's entry (:func:`.linkstats._lost`): the gaps still missing frames."""
-        missing = self.rows.values[:, 3]
-        kept = missing > 0
-        if not kept.any():
-            return None
-        return {
-            "count": int(missing.sum()),
-            "offsets": self.rows.values[kept, 0].tolist(),
-            "times_s": self.times.values[kept].tolist(),
-            "missing": missing[kept].tolist(),
-        }
-
-
 class _Windows:
     """The drift windows of one node in one boot: samples kept until the window after
     theirs is passed, then their figure (:func:`.linkstats.window_figure`)."""
@@ -240,14 +201,15 @@ class HostFigures:
 class Tally:
     """Everything ``stats`` reports, folded in a feed at a time, each frame's time given."""
 
-    def __init__(self, rates: HubOnly) -> None:
+    def __init__(self, rates: HubOnly, joined_until_s: float = -np.inf) -> None:
         self.rates = rates
+        self.joined_until_s = joined_until_s  # gaps up to then were lost at a join
         self.frames = 0
         self.lo, self.hi = np.inf, -np.inf  # the good frames' times
-        self.bad: dict[int, tuple[Column, Column]] = {}  # status -> offsets, times
+        self.bad: dict[int, Listing] = {}  # status -> offsets, times
         self.types: dict[int, list[Any]] = {}  # node * 256 + type -> see _types
-        self.gaps: dict[int, _SeqGaps] = {}
-        self.retx: dict[int, Column] = {}  # node -> offsets
+        self.gaps: dict[int, SeqGaps] = {}
+        self.retx: dict[int, Listing] = {}  # node -> offsets
         self.beats: dict[int, dict[str, int]] = {}  # boot -> the hub's counts' maxima
         self.first_count: dict[str, int] = {}
         self.sync_boot, self.sync_prev = -1, 0  # the boot of the latest CLOCK_SYNC, its stamp
@@ -271,9 +233,7 @@ class Tally:
             self.lo, self.hi = min(self.lo, t_s[good].min()), max(self.hi, t_s[good].max())
         for s in np.unique(status[is_bad]).tolist():
             mine = is_bad & (status == s)
-            offsets, times = self.bad.setdefault(s, (Column(np.int64), Column(np.float64)))
-            offsets.extend(frames["offset"][mine])
-            times.extend(t_s[mine])
+            self.bad.setdefault(s, Listing()).extend(frames["offset"][mine], t_s[mine])
         self._types(frames, t_s, boot)
         self._seq(frames[good], t_s[good])
         if (beats := decoded.tables.get("HEARTBEAT")) is not None:
@@ -304,20 +264,12 @@ class Tally:
             entry[1], entry[2] = t[-1], b[-1]
 
     def _seq(self, good: np.ndarray, t_s: np.ndarray) -> None:
-        """Seq gaps per node, each filled by a late resend of a seq it covers (the nearest
-        gap before the resend that covers it: :func:`.linkstats._lost`)."""
-        marks = good["seq_mark"]
-        for i in np.flatnonzero((marks == GAP) | (marks == LATE)).tolist():
-            f = good[i]
-            gaps = self.gaps.setdefault(int(f["node"]), _SeqGaps())
-            if marks[i] == GAP:
-                gaps.open(int(f["offset"]), float(t_s[i]), int(f["seq"]), int(f["seq_gap"]))
-            else:
-                gaps.fill(int(f["seq"]))
+        """Seq gaps per node (:func:`.linkstats.take_seq_marks`) and retransmissions."""
+        take_seq_marks(self.gaps, good, t_s, self.joined_until_s)
         retx = good[(good["flags"] & FLAG_RETRANSMISSION) != 0]
         for node in np.unique(retx["node"]).tolist():
             offsets = retx["offset"][retx["node"] == node]
-            self.retx.setdefault(node, Column(np.int64)).extend(offsets)
+            self.retx.setdefault(node, Listing()).extend(offsets)
 
     def _beats(self, beats: np.ndarray, boot: np.ndarray) -> None:
         for b in np.unique(boot).tolist():
@@ -373,7 +325,7 @@ class Tally:
         problems, notes = capture_edges(size, tail, joined, continues)
         notes += timing_notes(timing)
         trust = trust_notes(stats, notes)
-        bad = bad_frames({s: (o.values, t.values) for s, (o, t) in self.bad.items()}, problems)
+        bad = bad_frames(self.bad, problems)
         problems += reboot_problems(clock.reboots)
         per_type = self._per_type()
         beats = per_type.get(0, {}).get("HEARTBEAT")
@@ -389,7 +341,7 @@ class Tally:
             per_type=per_type,
             clocks={node: self.rates.final(c.values) for node, c in self.clocks.items() if len(c)},
             lost={node: lost for node in sorted(self.gaps) if (lost := self.gaps[node].lost())},
-            retx={node: c.values.tolist() for node, c in self.retx.items()},
+            retx=self.retx,
             latency=host.latency,
             problems=problems,
             notes=notes,
