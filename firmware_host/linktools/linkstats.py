@@ -125,13 +125,16 @@ def node_label(node: int) -> str:
     return f"node {node} ({NODE_NAMES.get(node, '?')})"
 
 
-def _reboots(decoded: Decoded, starts: np.ndarray) -> list[dict[str, int]]:
-    """Each boot after the first: where its HELLO is and its ``boot_id``."""
+def _reboots(decoded: Decoded, starts: np.ndarray) -> Listing:
+    """Each boot after the first: where its HELLO is and its ``boot_id`` (the first
+    :data:`LISTED`; a forged HELLO with a new ``boot_id`` each is a reboot each)."""
+    reboots = Listing()
     hello = decoded.tables.get("HELLO")
     if hello is None or not len(starts):
-        return []
+        return reboots
     at = np.searchsorted(hello["offset"], starts)
-    return [{"offset": int(o), "boot_id": int(i)} for o, i in zip(starts, hello["boot_id"][at])]
+    reboots.extend(starts.astype(np.int64), hello["boot_id"][at].astype(np.int64))
+    return reboots
 
 
 @dataclass
@@ -562,11 +565,21 @@ def bad_frames(found: dict[int, Listing], problems: list[Found]) -> dict[str, di
     return bad
 
 
-def reboot_problems(reboots: list[dict[str, int]]) -> list[Found]:
-    if not reboots:
+def reboot_problems(reboots: Listing) -> list[Found]:
+    n = reboots.count
+    if not n:
         return []
-    return [Found(f"hub rebooted {len(reboots)} time{'s' if len(reboots) > 1 else ''}",
-                  len(reboots), [r["offset"] for r in reboots])]  # fmt: skip
+    return [Found(f"hub rebooted {plural(n, 'time')}", n, reboots.column(0), n)]
+
+
+def reboot_keys(reboots: Listing) -> dict[str, Any]:
+    """The report's ``reboots``, its first :data:`LISTED`, and when there are more, their
+    count and how many are listed (a list has no room for keys of its own; a report under
+    the cap stays as it was)."""
+    listed = [{"offset": o, "boot_id": i} for o, i in reboots.rows]
+    capped = listed_key(len(listed), reboots.count)
+    return {"reboots": listed,
+            **({"reboots_count": reboots.count, "reboots_listed": len(listed)} if capped else {})}  # fmt: skip
 
 
 def link_stats(
@@ -651,7 +664,7 @@ class Findings:
     frames: int
     host_ppm: dict[int, tuple[float, float]]
     bad: dict[str, dict[str, Any]]
-    reboots: list[dict[str, int]]
+    reboots: Listing  # offset, boot_id of each boot after the first
     per_type: dict[int, dict[str, Any]]
     clocks: dict[int, np.ndarray]  # per node, a row per drift window (window_rows)
     lost: dict[int, Lost]
@@ -725,7 +738,7 @@ def report(found: Findings) -> dict[str, Any]:
         "hub_vs_host_uncertainty_ppm": {str(b): u for b, (_, u) in found.host_ppm.items()},
         "backlog_frames": int(timing.backlog.sum()),
         "bad": found.bad,
-        "reboots": found.reboots,
+        **reboot_keys(found.reboots),
         "nodes": nodes,
         "notes": notes,
         "problems": [p.entry() for p in problems],

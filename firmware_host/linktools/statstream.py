@@ -69,7 +69,7 @@ class HubClock:
     def __init__(self) -> None:
         self.boots = 0  # boots started after the first, so far
         self.last_id: int | None = None  # boot_id of the latest HELLO
-        self.reboots: list[dict[str, int]] = []  # where each boot after the first starts
+        self.reboots = Listing()  # where each boot after the first starts, its boot_id
         self.hub_boot = -1  # boot of the latest hub frame
         self.first = self.prev = 0  # its boot's first and latest unwrapped stamps
         self.carried = 0  # the clock where the boots before it ended
@@ -110,8 +110,7 @@ class HubClock:
         new = ids != before
         self.last_id = int(ids[-1])
         starts = hello["offset"][new].astype(np.int64)
-        self.reboots += [{"offset": int(o), "boot_id": int(i)}
-                         for o, i in zip(starts.tolist(), ids[new].tolist())]  # fmt: skip
+        self.reboots.extend(starts, ids[new])
         return starts
 
 
@@ -198,6 +197,32 @@ class HostFigures:
     dropped_at_join: int = 0
 
 
+class BootMaxima:
+    """The hub's counts over the capture: each boot's maximum (the hub counts from 0 at a
+    boot), summed.  The boots come in order, so the ended ones are kept as their sum and
+    only the current one's maxima apart: a dict per boot grew with every forged HELLO."""
+
+    def __init__(self) -> None:
+        self.boot = -1  # the current boot (-1: no HEARTBEAT yet)
+        self.ended = {name: 0 for name, _ in HUB_COUNTS}  # the sum over the boots before it
+        self.current = dict(self.ended)  # its maxima so far
+
+    def add(self, boot: int, tops: dict[str, int]) -> None:
+        """A boot's maxima in one feed; a later boot than the current ends it."""
+        if boot != self.boot:
+            self.ended = self.totals()
+            self.current = {name: 0 for name in self.ended}
+            self.boot = boot
+        self.current = {name: max(top, tops[name]) for name, top in self.current.items()}
+
+    def totals(self) -> dict[str, int]:
+        return {name: self.ended[name] + top for name, top in self.current.items()}
+
+    def __bool__(self) -> bool:
+        """Whether a HEARTBEAT has come."""
+        return self.boot >= 0
+
+
 class Tally:
     """Everything ``stats`` reports, folded in a feed at a time, each frame's time given."""
 
@@ -210,7 +235,7 @@ class Tally:
         self.types: dict[int, list[Any]] = {}  # node * 256 + type -> see _types
         self.gaps: dict[int, SeqGaps] = {}
         self.retx: dict[int, Listing] = {}  # node -> offsets
-        self.beats: dict[int, dict[str, int]] = {}  # boot -> the hub's counts' maxima
+        self.beats = BootMaxima()
         self.first_count: dict[str, int] = {}
         self.sync_boot, self.sync_prev = -1, 0  # the boot of the latest CLOCK_SYNC, its stamp
         self.windows: dict[int, _Windows] = {}  # peer -> its windows in that boot
@@ -272,11 +297,10 @@ class Tally:
             self.retx.setdefault(node, Listing()).extend(offsets)
 
     def _beats(self, beats: np.ndarray, boot: np.ndarray) -> None:
-        for b in np.unique(boot).tolist():
-            maxima = self.beats.setdefault(b, {})
-            for name, _ in HUB_COUNTS:
-                top = int(beats[name][boot == b].max())
-                maxima[name] = max(maxima.get(name, top), top)
+        boots, first = np.unique(boot, return_index=True)  # boot ascends with the offset
+        tops = {name: np.maximum.reduceat(beats[name], first).tolist() for name, _ in HUB_COUNTS}
+        for i, b in enumerate(boots.tolist()):
+            self.beats.add(b, {name: top[i] for name, top in tops.items()})
         for name, _ in HUB_COUNTS:
             nonzero = np.flatnonzero(beats[name])
             if len(nonzero) and name not in self.first_count:
@@ -329,7 +353,7 @@ class Tally:
         problems += reboot_problems(clock.reboots)
         per_type = self._per_type()
         beats = per_type.get(0, {}).get("HEARTBEAT")
-        totals = {name: sum(m[name] for m in self.beats.values()) for name, _ in HUB_COUNTS}
+        totals = self.beats.totals()
         totals["tx_dropped"] -= host.dropped_at_join
         return Findings(
             timing=timing,

@@ -140,3 +140,54 @@ def test_the_cli_caps_a_hostile_files_report(tmp_path: Path) -> None:
     path.write_bytes(CLEAN.read_bytes() + garbage(2 * MB, 5))
     done = cli("stats", "--json", str(path))
     assert done.returncode == 1 and len(done.stdout) < MB, len(done.stdout)  # 100 k bad frames
+
+
+def forged_reboots(n: int) -> bytes:
+    """``n`` boots, each a HELLO with a new boot_id, a HEARTBEAT counting one bad frame and a
+    CLOCK_SYNC: a hostile file that once kept a reboot, a dict of counts and more per boot."""
+    frames = []
+    for k in range(n):
+        t_us = 1000 * (k + 1)
+        frames += [
+            encode_frame("HELLO", node=0, seq=3 * k % 65536, t_us=t_us, boot_id=k + 1, **HELLO),
+            encode_frame("HEARTBEAT", node=0, seq=(3 * k + 1) % 65536, t_us=t_us + 1,
+                         uptime_s=0, nodes_ok=0xFF, rx_bad=1, tx_dropped=0, indicator=0),
+            encode_frame("CLOCK_SYNC", node=0, seq=(3 * k + 2) % 65536, t_us=t_us + 2,
+                         peer=3, peer_t_us=t_us),
+        ]  # fmt: skip
+    return b"".join(frames)
+
+
+def test_more_reboots_than_listed_are_counted_and_the_first_listed() -> None:
+    n = LISTED + 700
+    data = forged_reboots(n)
+    report = streamed_equals_whole(data)
+    hello = decode_capture(np.frombuffer(data, np.uint8)).tables["HELLO"]
+    first = [{"offset": int(o), "boot_id": int(i)}
+             for o, i in zip(hello["offset"][1 : LISTED + 1], hello["boot_id"][1 : LISTED + 1])]  # fmt: skip
+    assert report["reboots"] == first
+    assert report["reboots_count"] == n - 1 and report["reboots_listed"] == LISTED
+    problem = next(p for p in report["problems"] if p["text"].startswith("hub rebooted"))
+    assert problem["count"] == n - 1 and problem["listed"] == LISTED
+    assert f"and {n - 1 - MAX_LISTED} more)" in problem["text"]
+    assert any(p["text"].startswith(f"the hub counted {n} bad frames") for p in report["problems"])
+
+
+def test_reboots_under_the_cap_have_no_count_of_their_own() -> None:
+    report = streamed_equals_whole(forged_reboots(5))
+    assert len(report["reboots"]) == 4 and "reboots_count" not in report
+    assert "reboots_listed" not in report
+
+
+def test_forged_reboots_cost_no_memory(tmp_path: Path) -> None:
+    """30 MB of forged reboots (a HELLO with a new boot_id, a HEARTBEAT and a CLOCK_SYNC
+    each): the peak of a clean capture of the same size, where every reboot once kept its
+    offset and boot_id as a dict, and every boot the hub's counts."""
+    clean = CLEAN.read_bytes()
+    size = 30 * MB
+    forged = forged_reboots(5000)
+    paths = {"clean": tmp_path / "clean.bin", "forged": tmp_path / "forged.bin"}
+    paths["clean"].write_bytes(clean * (size // len(clean)))
+    paths["forged"].write_bytes(forged * (size // len(forged)))
+    peaks = {name: peak_rss_mb("stats", "--json", str(path)) for name, path in paths.items()}
+    assert peaks["forged"] - peaks["clean"] < 20, peaks
