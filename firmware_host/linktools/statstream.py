@@ -36,12 +36,11 @@ from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 
 from ..timing.clock_model import MAX_PPM
 from ..timing.unwrap import unwrap
+from .capped import Listing, SeqGaps, take_seq_marks
 from .linkstats import (
     HUB_COUNTS,
     WINDOW_S,
     Findings,
-    Listing,
-    SeqGaps,
     Timing,
     WindowFit,
     bad_frames,
@@ -50,7 +49,6 @@ from .linkstats import (
     reboot_problems,
     report,
     stall_problem,
-    take_seq_marks,
     timing_notes,
     trust_notes,
     window_fit,

@@ -16,7 +16,8 @@ from test_text_lines import HELLO
 
 from firmware_host.commands.stats import _text
 from firmware_host.jsonout import dumps
-from firmware_host.linktools.linkstats import LISTED, MAX_LISTED, link_stats
+from firmware_host.linktools.capped import LISTED
+from firmware_host.linktools.linkstats import MAX_LISTED, link_stats
 from firmware_host.linktools.statstream import stream_stats
 from protocol.decoder import STATUS_NAMES, decode_capture
 from protocol.framing import encode_frame
