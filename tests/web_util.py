@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from outside_parts import require
@@ -31,7 +32,7 @@ def chromium():
 class Daemon:
     """``firmware-host run --web 127.0.0.1:0 --json`` on the virtual table; its lines read."""
 
-    def __init__(self, *options: str) -> None:
+    def __init__(self, *options: str, preexec_fn: Callable[[], None] | None = None) -> None:
         self.proc = forked.ForkedPopen(
             [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", "--json"]
             + list(options),
@@ -39,6 +40,7 @@ class Daemon:
             stderr=subprocess.PIPE,
             text=True,
             cwd=ROOT,
+            preexec_fn=preexec_fn,
         )
         self.lines: list[dict] = []
         self.err: list[str] = []

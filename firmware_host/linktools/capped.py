@@ -38,6 +38,13 @@ class Listing:
         self.count = 0
         self.rows: list[tuple[Any, ...]] = []
 
+    @classmethod
+    def of(cls, *columns: np.ndarray) -> Listing:
+        """A listing of these rows (given as columns of equal length)."""
+        listing = cls()
+        listing.extend(*columns)
+        return listing
+
     def extend(self, *columns: np.ndarray) -> None:
         """Rows given as columns of equal length, after those there are."""
         room = LISTED - len(self.rows)
@@ -48,6 +55,12 @@ class Listing:
     def column(self, i: int) -> list[Any]:
         """The listed rows' ``i``-th values."""
         return [row[i] for row in self.rows]
+
+    def entry(self, *names: str) -> dict[str, Any]:
+        """The report's entry: the count, the listed rows' columns by these names, and
+        ``listed`` when fewer are listed than counted."""
+        columns = {name: self.column(i) for i, name in enumerate(names)}
+        return {"count": self.count, **columns, **listed_key(len(self.rows), self.count)}
 
 
 def take_seq_marks(
@@ -121,9 +134,12 @@ class SeqGaps:
         self._final(self.n)
         if not self.missing and not self.at_join:
             return None
-        listing = self.listing
-        listed = {"offsets": listing.column(0), "times_s": listing.column(1),
-                  "missing": listing.column(2)}  # fmt: skip
-        capped = listed_key(len(listing.rows), listing.count)
-        return {"count": self.missing, **listed, **capped,
-                **({"gaps": listing.count} if capped else {})}, self.at_join  # fmt: skip
+        entry = {**self.listing.entry("offsets", "times_s", "missing"), "count": self.missing}
+        if "listed" in entry:  # the count is of frames: the gaps' own count beside it
+            entry["gaps"] = self.listing.count
+        return entry, self.at_join
+
+
+def losses(gaps: dict[int, SeqGaps]) -> dict[int, Lost]:
+    """Per node that is missing frames, its report entry and its count at the join."""
+    return {node: lost for node in sorted(gaps) if (lost := gaps[node].lost())}

@@ -39,7 +39,7 @@ from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 
 from ..cli.args import plural
 from ..timing.clock_model import MAX_PPM, slope_error
-from .capped import LISTED, Listing, Lost, SeqGaps, listed_key, take_seq_marks
+from .capped import LISTED, Listing, Lost, SeqGaps, listed_key, losses, take_seq_marks
 from .drift import envelope_slope, slope_uncertainty
 from .hosttime import backlog_end, recording_speed
 from .recording import (
@@ -93,13 +93,11 @@ def node_label(node: int) -> str:
 def _reboots(decoded: Decoded, starts: np.ndarray) -> Listing:
     """Each boot after the first: where its HELLO is and its ``boot_id`` (the first
     :data:`LISTED`; a forged HELLO with a new ``boot_id`` each is a reboot each)."""
-    reboots = Listing()
     hello = decoded.tables.get("HELLO")
     if hello is None or not len(starts):
-        return reboots
+        return Listing()
     at = np.searchsorted(hello["offset"], starts)
-    reboots.extend(starts.astype(np.int64), hello["boot_id"][at].astype(np.int64))
-    return reboots
+    return Listing.of(starts.astype(np.int64), hello["boot_id"][at].astype(np.int64))
 
 
 @dataclass
@@ -150,7 +148,7 @@ def _lost(good: np.ndarray, t_s: np.ndarray, joined_until_s: float) -> dict[int,
     resends taken in order as the streamed report takes them a read at a time."""
     gaps: dict[int, SeqGaps] = {}
     take_seq_marks(gaps, good, t_s, joined_until_s)
-    return {node: lost for node in sorted(gaps) if (lost := gaps[node].lost())}
+    return losses(gaps)
 
 
 class HubRate:
@@ -443,19 +441,21 @@ def bad_frames(found: dict[int, Listing], problems: list[Found]) -> dict[str, di
     bad: dict[str, dict[str, Any]] = {}
     for status in sorted(found):
         listing = found[status]
-        offsets, n = listing.column(0), listing.count
         reason = STATUS_NAMES[status]
-        bad[reason] = {"count": n, "offsets": offsets, "times_s": listing.column(1),
-                       **listed_key(len(offsets), n)}  # fmt: skip
-        problems.append(Found(f"{plural(n, 'bad frame')} ({reason})", n, offsets, n))
+        bad[reason] = listing.entry("offsets", "times_s")
+        problems.append(found_at(f"{plural(listing.count, 'bad frame')} ({reason})", listing))
     return bad
 
 
+def found_at(what: str, listing: Listing) -> Found:
+    """A problem at a listing's offsets (its first column), as many as it counts."""
+    return Found(what, listing.count, listing.column(0), listing.count)
+
+
 def reboot_problems(reboots: Listing) -> list[Found]:
-    n = reboots.count
-    if not n:
+    if not reboots.count:
         return []
-    return [Found(f"hub rebooted {plural(n, 'time')}", n, reboots.column(0), n)]
+    return [found_at(f"hub rebooted {plural(reboots.count, 'time')}", reboots)]
 
 
 def reboot_keys(reboots: Listing) -> dict[str, Any]:
@@ -498,8 +498,7 @@ def link_stats(
     found_bad = {}
     for status in np.unique(frames["status"][is_bad]).tolist():
         mine = is_bad & (frames["status"] == status)
-        found_bad[status] = Listing()
-        found_bad[status].extend(frames["offset"][mine].astype(np.int64), t_s[mine])
+        found_bad[status] = Listing.of(frames["offset"][mine].astype(np.int64), t_s[mine])
     bad = bad_frames(found_bad, problems)
     problems += reboot_problems(reboots)
     hub_rate = HubRate(decoded, timing, boot) if has_host else None
@@ -532,11 +531,8 @@ def link_stats(
 
 def _retransmissions(retx: np.ndarray) -> dict[int, Listing]:
     """Per node, its retransmissions' offsets (frame-table rows)."""
-    out = {}
-    for n in np.unique(retx["node"]).tolist():
-        out[n] = Listing()
-        out[n].extend(retx["offset"][retx["node"] == n].astype(np.int64))
-    return out
+    return {n: Listing.of(retx["offset"][retx["node"] == n].astype(np.int64))
+            for n in np.unique(retx["node"]).tolist()}  # fmt: skip
 
 
 @dataclass
@@ -586,11 +582,9 @@ def report(found: Findings) -> dict[str, Any]:
             places = gaps.get("gaps", len(gaps["offsets"]))
             problems.append(Found(what, gaps["count"], gaps["offsets"], places))
         mine = found.retx.get(node, Listing())
-        offsets, n = mine.column(0), mine.count
-        entry["retransmissions"] = {"count": n, "offsets": offsets,
-                                    **listed_key(len(offsets), n)}  # fmt: skip
-        if n:
-            problems.append(Found(f"{label}: {plural(n, 'retransmission')}", n, offsets, n))
+        entry["retransmissions"] = mine.entry("offsets")
+        if mine.count:
+            problems.append(found_at(f"{label}: {plural(mine.count, 'retransmission')}", mine))
         if node in clocks:
             entry["clock"] = _clock_entry(clocks[node], node, has_host)
             problem = _drift_problem(label, entry["clock"], has_host)

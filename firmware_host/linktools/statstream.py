@@ -36,7 +36,7 @@ from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 
 from ..timing.clock_model import MAX_PPM
 from ..timing.unwrap import unwrap
-from .capped import Listing, SeqGaps, take_seq_marks
+from .capped import Listing, SeqGaps, losses, take_seq_marks
 from .linkstats import (
     HUB_COUNTS,
     WINDOW_S,
@@ -287,7 +287,7 @@ class Tally:
             entry[1], entry[2] = t[-1], b[-1]
 
     def _seq(self, good: np.ndarray, t_s: np.ndarray) -> None:
-        """Seq gaps per node (:func:`.linkstats.take_seq_marks`) and retransmissions."""
+        """Seq gaps per node (:func:`.capped.take_seq_marks`) and retransmissions."""
         take_seq_marks(self.gaps, good, t_s, self.joined_until_s)
         retx = good[(good["flags"] & FLAG_RETRANSMISSION) != 0]
         for node in np.unique(retx["node"]).tolist():
@@ -362,7 +362,7 @@ class Tally:
             reboots=clock.reboots,
             per_type=per_type,
             clocks={node: self.rates.final(c.values) for node, c in self.clocks.items() if len(c)},
-            lost={node: lost for node in sorted(self.gaps) if (lost := self.gaps[node].lost())},
+            lost=losses(self.gaps),
             retx=self.retx,
             latency=host.latency,
             problems=problems,

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from club_util import command, good_state, page_url, publisher, running_broker, send, wait_for
-from proc_util import forked
+from web_util import Daemon
 
 from firmware_host.live.referee_token import RefereeToken
 from firmware_host.mqtt.publisher import TablePublisher
@@ -142,8 +142,9 @@ CLIENTS = ROOT / "bench" / "hostile_clients.py"
 FD_LIMIT = 256  # the issue's: 400 slow connections took them all
 
 
-class LivePage:
-    """``run --web`` on the virtual table at real time, its lines and log read."""
+class LivePage(Daemon):
+    """``run --web`` on the virtual table at real time, its lines and log read, its status
+    file written, its URL known once it is made."""
 
     def __init__(self, tmp_path: Path, *options: str, fd_limit: int | None = None) -> None:
         def limit() -> None:
@@ -151,44 +152,15 @@ class LivePage:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
 
         self.status = tmp_path / "status.json"
-        self.proc = forked.ForkedPopen(
-            [sys.executable, "-m", "firmware_host", "run", "--web", "127.0.0.1:0", "--json",
-             "--status", str(self.status), "--referee-token", TOKEN, *options],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-            preexec_fn=limit,
-        )  # fmt: skip
-        self.err: list[str] = []
-        self.url: str | None = None
-        self.out: list[str] = []  # its stdout's lines (--json)
-        self.readers = [
-            threading.Thread(target=lambda: self.out.extend(self.proc.stdout), daemon=True),
-            threading.Thread(target=self._err, daemon=True),
-        ]
-        for reader in self.readers:
-            reader.start()
-        wait_for(lambda: self.url or self.proc.poll() is not None, 120, "the live page")
-        assert self.url, "".join(self.err)
-
-    def _err(self) -> None:
-        for line in self.proc.stderr:
-            self.err.append(line)
-            if "live page: " in line:
-                self.url = line.split("live page: ")[1].split()[0]
+        super().__init__("--status", str(self.status), "--referee-token", TOKEN, *options,
+                         preexec_fn=limit)  # fmt: skip
+        self.wait_url()
 
     def status_age(self) -> float:
         try:
             return time.time() - json.loads(self.status.read_text())["written_unix"]
         except (OSError, ValueError):
             return 0.0  # being replaced this instant
-
-    def close(self) -> None:
-        """Ends the run and reads its output to the end: on a loaded machine the readers can
-        be behind when it exits (stress-ng: its closing summary not yet read)."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        self.proc.wait(30)
-        for reader in self.readers:
-            reader.join(30)
 
 
 def read_page(url: str, got: list[dict]) -> None:
@@ -304,7 +276,7 @@ def _flood_run(folder: Path) -> str | None:
     assert summary.get("slow closed by the server", 0) + summary.get("slow refused 503", 0) > 0
     assert "too many" in log  # the refusals, logged with their addresses
 
-    printed = [json.loads(line) for line in page.out]
+    printed = page.lines
     live = [(e["type"], e["t_us"]) for e in printed if e.get("type") in SENSED]
     verdicts = [line for line in printed if line.get("kind") == "verdict"]
     late, again = _late(end, record)
