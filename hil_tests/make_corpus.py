@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from firmware_host.virtual_table.physics_verdicts import NEAR_GAP_MM
+from rules.config import RulesConfig
 
 from .verdicts import Line, compare, decided
 
@@ -46,6 +47,12 @@ CERTAIN = {  # fouls each smaller set decides (RULES.md's table); the rest is tr
 # Fouls a smaller set sees a trace of but cannot decide: open (RULES.md's table, "14.2:
 # referee | referee | yes": without a tracker the end of a shot is a quiet-period estimate).
 OPEN = {"minimum": {"14.2"}, "middle": {"14.2"}}
+# Without positions a first contact within ``near_contact_us`` of the stroke may be a
+# touching ball (docs/rules.md, 19.2 on the middle set); the clicks and the tip carry
+# onset jitter (ICD §7: 30 and 10 µs) and the clock mapping its own error, so a truth
+# within this much past the bound may be read inside it.
+NEAR_CONTACT_US = RulesConfig().near_contact_us
+NEAR_CONTACT_SLACK_US = 500
 
 
 @dataclass(frozen=True)
@@ -220,11 +227,16 @@ def _case_19_2(shot_events: list[Line], ball_mm: float) -> bool:
     """19.2's case, which only the tracker decides: the cue ball's first contact is with a
     ball touching or nearly touching it at the start (the truth's positions), whatever
     the tip contact's duration; without positions, a tip still on the cue ball at that
-    contact that the truth did not call a push (19.1) tells the same."""
+    contact that the truth did not call a push (19.1) tells the same.  A set without
+    the tracker cannot tell a near ball from a far one met as soon (its only handle is
+    the time, docs/rules.md), so a contact that soon is its case too."""
     found = _first_contact(shot_events)
     if found is None:
         return False
     start, first = found
+    t0 = start.get("t_us")
+    if t0 is not None and first["t_us"] - t0 <= NEAR_CONTACT_US + NEAR_CONTACT_SLACK_US:
+        return True
     cue = start.get("cue_ball")
     balls = start.get("balls") or {}
     a, b = first["balls"]
@@ -259,7 +271,9 @@ class _Seen:
 def _as_seen(by_shot: dict[int, list[Line]], sensors: str, clicks: list[int]) -> dict[int, _Seen]:
     """Per shot: where the set's quiet-period estimate ends it, and whether a false click
     fell inside.  A click is activity too, so it pushes the estimate on; a stroke before
-    the previous shot's estimate has come is an early stroke to that set (14.2 open)."""
+    the previous shot's estimate has come is an early stroke to that set (14.2 open).
+    The estimate ends at the shot's first quiet period, as the fusion's ``quiet_end``
+    does: a ball that rolls on unheard for longer and then drops is not in the shot."""
     from firmware_host.fusion.events import FusionParams
 
     quiet = FusionParams().quiet_us
@@ -271,15 +285,13 @@ def _as_seen(by_shot: dict[int, list[Line]], sensors: str, clicks: list[int]) ->
     prev_end: int | None = None
     for k, (t0, shot) in enumerate(starts):
         upto = starts[k + 1][0] if k + 1 < len(starts) else None
-        sensed = [e["t_us"] for e in by_shot[shot] if e.get("type") in SENSED[sensors]]
-        end = max([t0, *sensed]) + quiet
-        heard = False
-        for t in clicks:
-            if t < t0:
-                continue
-            if t > end or (upto is not None and t >= upto):
+        sensed = [(e["t_us"], False) for e in by_shot[shot] if e.get("type") in SENSED[sensors]]
+        noise = [(t, True) for t in clicks if t >= t0 and (upto is None or t < upto)]
+        end, heard = t0 + quiet, False
+        for t, false in sorted(sensed + noise):
+            if t > end:  # the first quiet period ends the shot; what comes later is not in it
                 break
-            heard, end = True, max(end, t + quiet)
+            end, heard = max(end, t + quiet), heard or false
         out[shot] = _Seen(end, heard, prev_end is not None and t0 < prev_end)
         prev_end = end
     return out
@@ -313,9 +325,12 @@ def expected_verdicts(
             after_boot = False
         if line.get("kind") == "verdict":
             view = seen.get(line["shot"]) if line["shot"] is not None else None
+            events = by_shot.get(line["shot"], []) if line["shot"] is not None else []
+            if view is not None:
+                events = [e for e in events if e["t_us"] <= view.end_us]
             got = limited(
                 decided(line),
-                by_shot.get(line["shot"], []) if line["shot"] is not None else [],
+                events,
                 is_break=line["shot"] in breaks,
                 sensors=sensors,
                 ball_mm=ball_mm,

@@ -62,6 +62,7 @@ def placed(lines: list[dict], gap_mm: float) -> list[dict]:
 EARLY = shot(2, ("foul", ["14.2"], None), hit(), cushion(1, 200_000))
 NEAR_19_2 = placed(shot(2, ("legal", [], "20(1)"), hit(4000), pot()), 4.7)  # 19.2(1) excused it
 FAR = placed(shot(2, ("legal", [], "20(1)"), hit(4000), pot()), 30.0)
+FAR_LATE = placed(shot(2, ("legal", [], "20(1)"), hit(6000), pot()), 30.0)
 
 
 def verdict(n: int | None, v: str, rules: list[str], satisfied: str | None = None) -> dict:
@@ -74,6 +75,9 @@ REF_MIN = verdict(2, "referee", ["19.1", "20"])
 CASES = [
     ("pot after the first contact", shot(2, ("legal", [], "20(1)"), hit(), pot()),
      verdict(2, "legal", [], "20(1)"), verdict(2, "legal", [], "20(1)"), REF_MIN),
+    ("a pot after the shot's first quiet period: the middle set's shot has ended",
+     shot(2, ("legal", [], "20(1)"), hit(), pot(20_000 + 4_100_000)),
+     verdict(2, "legal", [], "20(1)"), verdict(2, "referee", ["20"]), REF_MIN),
     ("pot before any contact", shot(2, ("legal", [], "20(2)(a)"), pot(10_000), hit(), cushion(1, 50_000), cushion(2, 90_000)),
      verdict(2, "legal", [], "20(2)(a)"), verdict(2, "referee", ["20"]), REF_MIN),
     ("cushions by ball: tracker only", CUSHIONS,
@@ -95,7 +99,9 @@ CASES = [
      verdict(2, "foul", ["14.2", "18"]), verdict(2, "foul", ["18"]), verdict(2, "foul", ["18"])),
     ("19.2: a near first contact, the tip long gone", NEAR_19_2,
      verdict(2, "legal", [], "20(1)"), verdict(2, "referee", ["19.2"]), REF_MIN),
-    ("not 19.2: the same timing, the ball far", FAR,
+    ("the same timing, the ball far: not 19.2, but only the tracker can tell", FAR,
+     verdict(2, "legal", [], "20(1)"), verdict(2, "referee", ["19.2"]), REF_MIN),
+    ("not 19.2: the ball far, met after the middle set's near-contact time", FAR_LATE,
      verdict(2, "legal", [], "20(1)"), verdict(2, "legal", [], "20(1)"), REF_MIN),
     ("cut short before any clause: open on every set", shot(2, ("referee", ["20"], None), hit()),
      verdict(2, "referee", ["20"]), verdict(2, "referee", ["20"]), REF_MIN),
