@@ -25,6 +25,11 @@ class RulesConfig:
 
     ``near_gap_mm``: balls closer than this count as
     "so close that a triple contact can hardly be avoided" (19.2).
+    ``near_gap_band_mm``: a gap read within this of ``near_gap_mm`` may lie on
+    either side of it (about four times the 0.07 mm rms to which the tracker
+    reads a gap at rest, as the stroke's band is three times its rms): 19.2 and
+    the push are decided there only where both readings agree, else left to
+    the referee.
     ``frozen_gap_mm``: a ball this close to a cushion nose rests against it
     (item 20), the tracker's uncertainty.  ``penalty_ball``: a foul removes
     one white ball from the table for the opponent, so a re-rack after it has
@@ -43,6 +48,7 @@ class RulesConfig:
 
     discipline: str = "free"
     near_gap_mm: float = 10.0
+    near_gap_band_mm: float = 0.3
     near_contact_us: int = 5000
     frozen_gap_mm: float = 1.5
     rack_tolerance_mm: float = 10.0

@@ -265,7 +265,8 @@ def early_fouls(shot: Shot, sensors: SensorSet, config: RulesConfig) -> list[Fin
     pos = shot.positions()
     cue = shot.cue_ball
     near = cue in pos and any(
-        b != cue and surface_gap(pos[cue], xy, shot.ball_mm) < config.near_gap_mm
+        b != cue
+        and surface_gap(pos[cue], xy, shot.ball_mm) < config.near_gap_mm + config.near_gap_band_mm
         for b, xy in pos.items()
     )
     return [
@@ -309,15 +310,50 @@ def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> 
     a, b = first[1]["balls"]
     hit = b if a == cue else a
     obj_xy = pos.get(hit) if hit is not None else None
-    if obj_xy is None or surface_gap(pos[cue], obj_xy, shot.ball_mm) >= config.near_gap_mm:
-        if overlap:
-            out.fouls.append(_push_foul(shot, t_c))
+    far = Outcome(fouls=[_push_foul(shot, t_c)] if overlap else [])
+    gap = math.inf if obj_xy is None else surface_gap(pos[cue], obj_xy, shot.ball_mm)
+    if hit is None or obj_xy is None or gap >= config.near_gap_mm + config.near_gap_band_mm:
+        _take(out, far)
         return
-    finding = _rule_19_2(shot, first[0], hit, pos[cue], obj_xy, config)
+    near = _as_near(shot, first[0], hit, pos[cue], obj_xy, config)
+    if gap < config.near_gap_mm - config.near_gap_band_mm:
+        _take(out, near)
+        return
+    # within the reading's band of near_gap_mm: near or not, decided where both agree
+    if not near.open and _rules(near.fouls) == _rules(far.fouls):
+        _take(out, near if gap < config.near_gap_mm else far)
+        return
+    side = (
+        f"the cue ball {gap:.1f} mm from {ball_name(hit)}, within the tracker's "
+        f"{config.near_gap_band_mm:g} mm of the {config.near_gap_mm:g} mm that makes 19.2's case"
+    )
+    for taken, given in (("if near", near.fouls + near.open), ("if not", far.fouls)):
+        out.open += [Finding(f.rule, f"{side}; {taken}: {f.reason}", f.evidence) for f in given]
+
+
+def _rules(findings: list[Finding]) -> set[str]:
+    return {f.rule for f in findings}
+
+
+def _take(out: Outcome, part: Outcome) -> None:
+    """One reading's findings into the shot's."""
+    out.fouls += part.fouls
+    out.open += part.open
+    out.notes += part.notes
+
+
+def _as_near(
+    shot: Shot, index: int, hit: int, cue_xy: Point, obj_xy: Point, config: RulesConfig
+) -> Outcome:
+    """19.2's findings for a cue ball near ``hit``, its first contact (``shot.events[index]``)."""
+    out = Outcome()
+    finding = _rule_19_2(shot, index, hit, cue_xy, obj_xy, config)
     if finding is None:
         out.open.append(
             Finding(
-                "19.2", f"no path of the cue ball to judge the stroke at {ball_name(hit)}", (t0,)
+                "19.2",
+                f"no path of the cue ball to judge the stroke at {ball_name(hit)}",
+                (shot.t0,),
             )
         )
     elif finding.rule == STROKE_UNDECIDED:
@@ -326,6 +362,7 @@ def _push(shot: Shot, sensors: SensorSet, config: RulesConfig, out: Outcome) -> 
         out.fouls.append(finding)
     else:
         out.notes.append(finding)
+    return out
 
 
 def _followed(shot: Shot, index: int, ball: int) -> list[Point]:

@@ -371,6 +371,8 @@ MAX_FROZEN_GAP_MM = 34.0  # half a ball: farther is no longer resting against th
 RULES_THRESHOLDS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--near-gap", "near_gap_mm", finite_float(0, MAX_GAP_MM),
      "balls closer than this (mm) are a 19.2 case, a triple contact hard to avoid"),
+    ("--near-gap-band", "near_gap_band_mm", finite_float(0, MAX_GAP_MM),
+     "a gap read this close (mm) to --near-gap may be either: 19.2 only where both agree"),
     ("--near-contact", "near_contact_us", int_in(0, MAX_WINDOW_US),
      "without positions: a first contact this soon (us) after the stroke may be a 19.2 case"),
     ("--frozen-gap", "frozen_gap_mm", finite_float(0, MAX_FROZEN_GAP_MM),

@@ -31,6 +31,7 @@ KEYS = [
     ("link", "baud", "115200", "link.baud = 115200", "10", "must be from 50 to 12000000"),
     ("rules", "discipline", '"combined"', 'rules.discipline = "combined"', '"snooker"', 'must be one of "free", "combined"'),
     ("rules", "near_gap_mm", "3", "rules.near_gap_mm = 3.0", "-1", "must be >= 0 and <= 1000"),
+    ("rules", "near_gap_band_mm", "0.5", "rules.near_gap_band_mm = 0.5", "-0.1", "must be >= 0 and <= 1000"),
     ("rules", "near_contact_us", "2000", "rules.near_contact_us = 2000", "1.5", "'1.5' is not an integer"),
     ("rules", "frozen_gap_mm", "2.5", "rules.frozen_gap_mm = 2.5", "nan", "must be a finite number >= 0 and <= 34"),
     ("rules", "rack_tolerance_mm", "20", "rules.rack_tolerance_mm = 20.0", "1001", "must be >= 0 and <= 1000"),

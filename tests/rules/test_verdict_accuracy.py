@@ -9,8 +9,8 @@ and holds:
 * full set: no false foul, and at most ``MAX_MISSES`` verdicts that differ
   from the intended ones (docs/verdicts.md: same verdict, same set of rules,
   same clause).  About 95 shots cannot resolve a rate: ``bench/verdicts.py``
-  measured 0.66 % misses over 7755 shots (README), so a sample expects 0.6 of
-  them and holds four or more about once in 300 runs;
+  measured 0.66 % misses over 15 525 shots, seeds 0-999 (README), so a
+  sample expects 0.6 of them and holds four or more about once in 300 runs;
 * middle and minimum: no decided verdict the truth contradicts, ``referee``
   only where RULES.md's sensor table says the set cannot decide, and a
   verdict for every shot.

@@ -585,7 +585,14 @@ BREAK = [
 COMBINED = RulesConfig(discipline="combined")
 # Synthetic paths give the stroke exactly: no uncertainty band around 45°.
 EXACT = RulesConfig(stroke_angle_band_deg=0.0)
-NEAR = {0: (1500.0, W / 2), 7: (1500.0 + D + 5, W / 2), 5: (800.0, 300.0)}
+
+
+def apart(gap_mm: float) -> dict:
+    """The cue ball and ball 7 ``gap_mm`` apart on the table's axis, ball 5 far off."""
+    return {0: (1500.0, W / 2), 7: (1500.0 + D + gap_mm, W / 2), 5: (800.0, 300.0)}
+
+
+NEAR = apart(5.0)
 Points = list[tuple[float, float]]
 
 
@@ -793,6 +800,34 @@ STROKE = [
         "19.2(1) twin: played along the line of centres and followed",
         near_stroke(STRAIGHT_FOLLOW),
         "19.2",
+    ),
+    referee(
+        "19.2: 10.2 mm apart, within the reading's 0.3 mm of 10 mm, followed: near or not, the referee's",
+        near_stroke(STRAIGHT_FOLLOW, apart(10.2), duration_us=800),
+        "19.2",
+        says=("10.2 mm from ball 7, within the tracker's 0.3 mm of the 10 mm", "if near: "),
+    ),
+    legal(
+        "19.2 twin: 10.4 mm apart, beyond the band: not near, and no push",
+        near_stroke(STRAIGHT_FOLLOW, apart(10.4), duration_us=800),
+        "20(1)",
+    ),
+    foul(
+        "19.2 twin: 9.6 mm apart, below the band: near, followed",
+        near_stroke(STRAIGHT_FOLLOW, apart(9.6), duration_us=800),
+        "19.2",
+    ),
+    referee(
+        "19.1: 9.8 mm apart, 60° off, the tip on at the contact: excused if near, a push if not",
+        struck(60.0, apart(9.8), duration_us=6000),
+        "19.1",
+        says=("if not: tip still on the cue ball",),
+    ),
+    legal(
+        "19.1 twin: 9.8 mm apart, 60° off, the tip gone: legal near or not",
+        struck(60.0, apart(9.8)),
+        "20(1)",
+        "not under 45°: 19.2(1)",
     ),
     legal(
         "19.2(1): exactly 45° is not under 45° (44.99999999999991 in floating point)",
