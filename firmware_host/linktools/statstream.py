@@ -35,7 +35,7 @@ from protocol.decoder import Decoded, StreamDecoder
 from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 
 from ..timing.clock_model import MAX_PPM
-from ..timing.unwrap import unwrap
+from ..timing.unwrap import unwrap, unwrap_chained
 from .capped import Listing, SeqGaps, losses, take_seq_marks
 from .linkstats import (
     HUB_COUNTS,
@@ -68,10 +68,9 @@ class HubClock:
         self.boots = 0  # boots started after the first, so far
         self.last_id: int | None = None  # boot_id of the latest HELLO
         self.reboots = Listing()  # where each boot after the first starts, its boot_id
-        self.hub_boot = -1  # boot of the latest hub frame
-        self.first = self.prev = 0  # its boot's first and latest unwrapped stamps
-        self.carried = 0  # the clock where the boots before it ended
-        self.last_t = self.now = 0  # the latest hub frame's clock (µs; 0 before the first)
+        # the latest hub frame's boot (-1: none yet), unwrapped stamp and clock (µs)
+        self.hub = np.array([-1, 0, 0], np.int64)
+        self.now = 0  # the latest hub frame's clock (0 before the first)
 
     def feed(self, decoded: Decoded) -> tuple[np.ndarray, np.ndarray]:
         """(boot, hub clock in µs) of each frame of a feed, in order."""
@@ -81,21 +80,12 @@ class HubClock:
         boot = self.boots + np.searchsorted(starts, offsets, side="right")
         self.boots += len(starts)
         hub = np.flatnonzero(np.isin(frames["status"], (OK, DUPLICATE)) & (frames["node"] == 0))
-        raw, their_boot = frames["t_us"][hub].astype(np.int64), boot[hub]
-        t = np.empty(len(hub), np.int64)
-        for b in np.unique(their_boot).tolist():
-            mine = their_boot == b
-            if b != self.hub_boot:  # a new boot: its clock goes on from the last one's end
-                stamps = unwrap(raw[mine], 32)
-                self.first, self.carried = int(stamps[0]), self.last_t
-            else:
-                stamps = unwrap(np.concatenate(([self.prev], raw[mine])), 32)[1:]
-            t[mine] = stamps - self.first + self.carried
-            self.prev, self.hub_boot, self.last_t = int(stamps[-1]), b, int(t[mine][-1])
+        # a new boot's clock goes on from where the last one ended
+        t = unwrap_chained(frames["t_us"][hub].astype(np.int64), boot[hub], self.hub, 32)
         at = np.searchsorted(offsets[hub], offsets, side="right") - 1
         clock = np.full(len(frames), self.now, np.int64)  # before this feed's first hub frame
         clock[at >= 0] = t[at[at >= 0]]
-        self.now = self.last_t
+        self.now = int(self.hub[2])
         return boot, clock
 
     def _starts(self, decoded: Decoded) -> np.ndarray:
@@ -307,8 +297,10 @@ class Tally:
     def _syncs(self, sync: np.ndarray, boot: np.ndarray, when: np.ndarray) -> None:
         """CLOCK_SYNC samples into their node's windows of their boot; a boot's windows are
         all closed when the next boot's samples begin."""
-        for b in np.unique(boot).tolist():
-            mine = boot == b
+        boots, starts = np.unique(boot, return_index=True)  # boot ascends with the offset
+        ends = [*starts[1:].tolist(), len(boot)]
+        for b, lo, hi in zip(boots.tolist(), starts.tolist(), ends, strict=True):
+            mine = slice(lo, hi)  # a mask per boot made the loop quadratic in forged boots
             raw = sync["t_us"][mine].astype(np.int64)
             if b != self.sync_boot:
                 self._close_all()

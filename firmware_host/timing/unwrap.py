@@ -40,3 +40,27 @@ def unwrap(raw: np.ndarray, bits: np.int64) -> np.ndarray:
     for i in range(1, len(raw)):
         out[i] = unwrap_step(out[i - 1], raw[i], bits)
     return out
+
+
+@njit(cache=True)
+def unwrap_chained(
+    raw: np.ndarray, key: np.ndarray, state: np.ndarray, bits: np.int64
+) -> np.ndarray:
+    """One clock carried across runs of a counter: within a run of equal ``key`` each
+    value unwrapped from the last, a new key's run going on from where the last ended.
+    ``state`` holds (key, unwrapped value, clock) of the latest value and is updated,
+    so a column may come in chunks; a key of -1 there means none yet.  One pass where a
+    loop per run cost a pass of the chunk per run (a capture of forged reboots: 27 000
+    runs a chunk, 14 s of 16)."""
+    out = np.empty(len(raw), np.int64)
+    current, previous, clock = state[0], state[1], state[2]
+    for i in range(len(raw)):
+        if key[i] != current:
+            current, previous = key[i], raw[i]
+        else:
+            value = unwrap_step(previous, raw[i], bits)
+            clock += value - previous
+            previous = value
+        out[i] = clock
+    state[0], state[1], state[2] = current, previous, clock
+    return out

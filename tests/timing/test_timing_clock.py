@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from firmware_host.timing.clock_model import (
     CAPACITY,
@@ -12,7 +16,7 @@ from firmware_host.timing.clock_model import (
     map_samples,
 )
 from firmware_host.timing.synthetic import least_squares_map, make_clocks, make_syncs
-from firmware_host.timing.unwrap import unwrap
+from firmware_host.timing.unwrap import unwrap, unwrap_chained
 
 WRAP = 2**32
 BOUND_US = {1: 50, 2: 50, 3: 100, 4: 50, 5: 50, 6: 50, 7: 50}
@@ -133,3 +137,25 @@ def test_least_squares_on_the_same_points_is_pulled_down_by_a_late_sample():
 def test_unwrap(raw, expected):
     bits = 16 if max(raw) < 2**16 else 32
     assert unwrap(np.array(raw, np.int64), bits).tolist() == expected
+
+
+@given(
+    runs=st.lists(
+        st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=8), min_size=1, max_size=12
+    ),
+    cuts=st.lists(st.integers(0, 96), max_size=4),
+)
+def test_a_clock_carried_across_boots_is_each_boot_unwrapped_and_joined_at_its_end(runs, cuts):
+    """``unwrap_chained`` (stats' hub clock over reboots): each run of one boot unwrapped
+    from its first stamp, the next run starting where the last ended, in any chunks."""
+    raw = np.array([v for run in runs for v in run], np.int64)
+    key = np.repeat(np.arange(len(runs)), [len(run) for run in runs]).astype(np.int64)
+    want, end = [], 0
+    for run in runs:
+        stamps = unwrap(np.array(run, np.int64), 32)
+        want += (stamps - stamps[0] + end).tolist()
+        end = want[-1]
+    state = np.array([-1, 0, 0], np.int64)
+    bounds = [0, *sorted(c for c in cuts if c < len(raw)), len(raw)]
+    got = [unwrap_chained(raw[a:b], key[a:b], state, 32) for a, b in pairwise(bounds)]
+    assert np.concatenate(got).tolist() == want
