@@ -17,6 +17,10 @@ from protocol.seqwindow import GAP, LATE, SEQ_MOD, WINDOW
 #: its count is of all.  A thousand is more than anyone reads, and bounds a hostile file's
 #: report (5 M bad frames of garbage once made a 171 MB report and 919 MB of RSS, issue 29)
 LISTED = 1000
+#: drift windows a node's clock entry lists and is figured from; all are counted.  Ten
+#: thousand minutes is a week of recording, yet a forged reboot with eight CLOCK_SYNCs
+#: made a window each (8 MB of them: 40 000 windows, a 2 MB report)
+WINDOWS_LISTED = 10_000
 #: gaps a late resend may fill, the latest of its node's: a resend is LATE only within
 #: the decoder's seq window (``WINDOW`` seq values behind the newest) and each gap after
 #: the one it falls in takes two seq values or more, so that gap is among the last

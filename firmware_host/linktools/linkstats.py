@@ -39,7 +39,16 @@ from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 
 from ..cli.args import plural
 from ..timing.clock_model import MAX_PPM, slope_error
-from .capped import LISTED, Listing, Lost, SeqGaps, listed_key, losses, take_seq_marks
+from .capped import (
+    LISTED,
+    WINDOWS_LISTED,
+    Listing,
+    Lost,
+    SeqGaps,
+    listed_key,
+    losses,
+    take_seq_marks,
+)
 from .drift import envelope_slope, slope_uncertainty
 from .hosttime import backlog_end, recording_speed
 from .recording import (
@@ -204,18 +213,21 @@ def hub_rate_over(
 
 def _clock_windows(
     decoded: Decoded, starts: np.ndarray, hub_rate: HubRate | None, t_s: np.ndarray
-) -> dict[int, np.ndarray]:
+) -> tuple[dict[int, np.ndarray], dict[int, int]]:
     """Per node: ``[t_s, offset_us, ppm, ±ppm]`` per window (the capture's time, the node's
     offset from the hub at it, its rate and how far that may be off: against the host where
-    known, the hub's rate and uncertainty over the same window added)."""
+    known, the hub's rate and uncertainty over the same window added), the first
+    :data:`.capped.WINDOWS_LISTED`; and how many windows each node has."""
     sync = decoded.tables.get("CLOCK_SYNC")
     out: dict[int, list[list[float]]] = {}
+    counts: dict[int, int] = {}
     if sync is None or not len(sync):
-        return {}
+        return {}, {}
     sync_t = t_s[np.searchsorted(decoded.frames["offset"], sync["offset"])]
     boot = np.searchsorted(starts, sync["offset"], side="right")
-    for b in np.unique(boot).tolist():
-        mine, mine_t = sync[boot == b], sync_t[boot == b]
+    boots, lo = np.unique(boot, return_index=True)  # boot ascends with the offset
+    for b, mine in zip(boots.tolist(), np.split(np.arange(len(sync)), lo[1:]), strict=True):
+        mine, mine_t = sync[mine], sync_t[mine]  # a mask per boot: quadratic in forged boots
         hub = unwrap_u32(mine["t_us"])
         for node in np.unique(mine["peer"]).tolist():
             if not 0 < node < len(MAX_PPM):
@@ -228,8 +240,10 @@ def _clock_windows(
                 in_w = which == w
                 figure = window_figure(node, h[in_w], n[in_w], when[in_w], hub_rate, b)
                 if figure is not None:
-                    out.setdefault(node, []).append(figure)
-    return {node: np.array(rows) for node, rows in out.items()}
+                    counts[node] = counts.get(node, 0) + 1
+                    if counts[node] <= WINDOWS_LISTED:
+                        out.setdefault(node, []).append(figure)
+    return {node: np.array(rows) for node, rows in out.items()}, counts
 
 
 def window_figure(
@@ -503,6 +517,7 @@ def link_stats(
     problems += reboot_problems(reboots)
     hub_rate = HubRate(decoded, timing, boot) if has_host else None
     host_ppm = {b: hub_rate.ppm(b) for b in hub_rate.boots} if hub_rate else {}
+    clocks, windows = _clock_windows(decoded, starts, hub_rate, t_s)
     retx = frames[good & ((frames["flags"] & FLAG_RETRANSMISSION) != 0)]
     per_type = _per_type(frames, t_s, boot, span)
     counted, dropped_at_join = _hub_counts(decoded, boot, timing)
@@ -515,7 +530,8 @@ def link_stats(
             bad=bad,
             reboots=reboots,
             per_type=per_type,
-            clocks=_clock_windows(decoded, starts, hub_rate, t_s),
+            clocks=clocks,
+            windows=windows,
             lost=_lost(frames[good], t_s[good], timing.joined_until_s),
             retx=_retransmissions(retx),
             latency=_latency(frames, timing, boot) if has_host else {},
@@ -548,7 +564,8 @@ class Findings:
     bad: dict[str, dict[str, Any]]
     reboots: Listing  # offset, boot_id of each boot after the first
     per_type: dict[int, dict[str, Any]]
-    clocks: dict[int, np.ndarray]  # per node, a row per drift window (window_rows)
+    clocks: dict[int, np.ndarray]  # per node, a row per drift window listed (window_rows)
+    windows: dict[int, int]  # per node, its drift windows, listed or not
     lost: dict[int, Lost]
     retx: dict[int, Listing]  # per node, the offsets of its retransmissions
     latency: dict[int, dict[str, float]]
@@ -586,7 +603,7 @@ def report(found: Findings) -> dict[str, Any]:
         if mine.count:
             problems.append(found_at(f"{label}: {plural(mine.count, 'retransmission')}", mine))
         if node in clocks:
-            entry["clock"] = _clock_entry(clocks[node], node, has_host)
+            entry["clock"] = _clock_entry(clocks[node], node, has_host, found.windows[node])
             problem = _drift_problem(label, entry["clock"], has_host)
             if problem:
                 problems.append(problem)
@@ -606,6 +623,9 @@ def report(found: Findings) -> dict[str, Any]:
     if parts:
         notes.append(f"before the join nobody read the port: {' and '.join(parts)} are not the "
                      "link's")  # fmt: skip
+    if any(found.windows[n] > len(c) for n, c in clocks.items()):
+        notes.append(f"a node with more than {WINDOWS_LISTED} drift windows lists and figures "
+                     f"its clock from its first {WINDOWS_LISTED} (\"windows_count\" in --json: all)")  # fmt: skip
     if any(len(p.offsets) < p.total for p in problems):
         notes.append(f"a finding with more than {LISTED} offsets lists only its first {LISTED} "
                      "(with their times; \"listed\" in --json says how many): its count is of all")  # fmt: skip
@@ -629,11 +649,14 @@ def report(found: Findings) -> dict[str, Any]:
 NO_LOSS: Lost = {"count": 0, "offsets": [], "times_s": [], "missing": []}, 0
 
 
-def _clock_entry(series: np.ndarray, node: int, has_host: bool) -> dict[str, Any]:
+def _clock_entry(series: np.ndarray, node: int, has_host: bool, windows: int) -> dict[str, Any]:
     """A node's clock: the median window's rate, its uncertainty (the widest window's: the
     median of figures each within its own bound of the truth is within the widest), the
-    worst window, the datasheet limit, every window."""
+    worst window, the datasheet limit, every window listed (``windows`` in all)."""
     worst = int(np.argmax(np.abs(series[:, 2])))
+    capped = (
+        {"windows_count": windows, "windows_listed": len(series)} if windows > len(series) else {}
+    )
     return {
         "reference": "host" if has_host else "hub",
         "ppm": float(np.median(series[:, 2])),
@@ -642,6 +665,7 @@ def _clock_entry(series: np.ndarray, node: int, has_host: bool) -> dict[str, Any
         "worst_uncertainty_ppm": float(series[worst, 3]),
         "limit_ppm": float(MAX_PPM[node] if has_host else MAX_PPM[node] + MAX_PPM[0]),
         "windows": series.tolist(),  # [t_s, offset_us, ppm, ±ppm]
+        **capped,
     }
 
 

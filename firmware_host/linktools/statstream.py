@@ -36,7 +36,7 @@ from protocol.kernels import BAD_COBS, DUPLICATE, OK, UNKNOWN
 
 from ..timing.clock_model import MAX_PPM
 from ..timing.unwrap import unwrap, unwrap_chained
-from .capped import Listing, SeqGaps, losses, take_seq_marks
+from .capped import WINDOWS_LISTED, Listing, SeqGaps, losses, take_seq_marks
 from .linkstats import (
     HUB_COUNTS,
     WINDOW_S,
@@ -146,6 +146,19 @@ class HubOnly:
         return window_rows(rows, np.zeros((len(rows), 2)))
 
 
+class WindowRows:
+    """A node's drift-window rows: the first :data:`.capped.WINDOWS_LISTED` kept, all counted."""
+
+    def __init__(self, width: int) -> None:
+        self.rows = Column(np.float64, width)
+        self.count = 0
+
+    def add(self, row: list[float]) -> None:
+        self.count += 1
+        if len(self.rows) < WINDOWS_LISTED:
+            self.rows.extend([row])
+
+
 class _Windows:
     """The drift windows of one node in one boot: samples kept until the window after
     theirs is passed, then their figure (:func:`.linkstats.window_figure`)."""
@@ -155,7 +168,7 @@ class _Windows:
         self.rates = rates
         self.open: dict[int, list[list[float]]] = {}  # window -> [h, n, when] lists
 
-    def add(self, h: np.ndarray, n_raw: np.ndarray, when: np.ndarray, out: Column) -> None:
+    def add(self, h: np.ndarray, n_raw: np.ndarray, when: np.ndarray, out: WindowRows) -> None:
         n = unwrap(np.concatenate(([self.n_prev], n_raw)), 32)[1:]
         self.n_prev = int(n[-1])
         which = np.where(h < self.h0, 0, (h - self.h0) // WINDOW_US + 1)
@@ -166,13 +179,13 @@ class _Windows:
                 column.append(values)
         self.close(int(which[-1]) - 1, out)
 
-    def close(self, below: float, out: Column) -> None:
+    def close(self, below: float, out: WindowRows) -> None:
         """The windows before ``below`` have all their samples: their figures to ``out``."""
         for w in sorted(w for w in self.open if w < below):
             h, n, when = (np.concatenate(c) for c in self.open.pop(w))
             fit = window_fit(self.node, h, n, when)
             if fit is not None:
-                out.extend([self.rates.row(fit, self.boot)])
+                out.add(self.rates.row(fit, self.boot))
 
 
 @dataclass
@@ -227,7 +240,7 @@ class Tally:
         self.first_count: dict[str, int] = {}
         self.sync_boot, self.sync_prev = -1, 0  # the boot of the latest CLOCK_SYNC, its stamp
         self.windows: dict[int, _Windows] = {}  # peer -> its windows in that boot
-        self.clocks: dict[int, Column] = {}  # per node, rates.row of each window
+        self.clocks: dict[int, WindowRows] = {}  # per node, rates.row of each window
         self.first: tuple[np.void, bool] | None = None  # the first frame, joined mid-frame?
 
     def feed(self, decoded: Decoded, boot: np.ndarray, t_s: np.ndarray, first: int) -> None:
@@ -321,8 +334,8 @@ class Tally:
                     h[sel], peer_t[sel].astype(np.int64), at[sel], self._clock(node)
                 )
 
-    def _clock(self, node: int) -> Column:
-        return self.clocks.setdefault(node, Column(np.float64, self.rates.width))
+    def _clock(self, node: int) -> WindowRows:
+        return self.clocks.setdefault(node, WindowRows(self.rates.width))
 
     def _close_all(self) -> None:
         for node, windows in self.windows.items():
@@ -353,7 +366,10 @@ class Tally:
             bad=bad,
             reboots=clock.reboots,
             per_type=per_type,
-            clocks={node: self.rates.final(c.values) for node, c in self.clocks.items() if len(c)},
+            clocks={
+                node: self.rates.final(c.rows.values) for node, c in self.clocks.items() if c.count
+            },
+            windows={node: c.count for node, c in self.clocks.items() if c.count},
             lost=losses(self.gaps),
             retx=self.retx,
             latency=host.latency,

@@ -192,3 +192,34 @@ def test_forged_reboots_cost_no_memory(tmp_path: Path) -> None:
     paths["forged"].write_bytes(forged * (size // len(forged)))
     peaks = {name: peak_rss_mb("stats", "--json", str(path)) for name, path in paths.items()}
     assert peaks["forged"] - peaks["clean"] < 20, peaks
+
+
+def forged_drift(n: int) -> bytes:
+    """``n`` boots, each a HELLO with a new boot_id and eight CLOCK_SYNCs of the cue over
+    35 s of hub time: a drift window each, a row of the report's each once."""
+    frames = []
+    for k in range(n):
+        frames.append(
+            encode_frame("HELLO", node=0, seq=9 * k % 65536, t_us=1, boot_id=k + 1, **HELLO)
+        )
+        frames += [
+            encode_frame("CLOCK_SYNC", node=0, seq=(9 * k + 1 + j) % 65536, t_us=5_000_000 * (j + 1),
+                         peer=3, peer_t_us=7_000_000 + 5_000_000 * j + 3 * j)
+            for j in range(8)
+        ]  # fmt: skip
+    return b"".join(frames)
+
+
+@pytest.mark.parametrize(("boots", "cap"), [(12, 5), (5, 5)])
+def test_more_drift_windows_than_listed_are_counted_and_the_first_listed(
+    boots: int, cap: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("linkstats", "statstream"):
+        monkeypatch.setattr(f"firmware_host.linktools.{module}.WINDOWS_LISTED", cap)
+    report = streamed_equals_whole(forged_drift(boots))
+    clock = report["nodes"]["3"]["clock"]
+    noted = [n for n in report["notes"] if f"more than {cap} drift windows" in n]
+    assert len(noted) == (boots > cap)
+    assert len(clock["windows"]) == min(boots, cap)
+    assert clock.get("windows_count") == (boots if boots > cap else None)
+    assert clock.get("windows_listed") == (cap if boots > cap else None)
