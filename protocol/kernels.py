@@ -128,8 +128,8 @@ class FrameTables(NamedTuple):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def crc32(buf: np.ndarray, start: int, n: int, t: np.ndarray) -> np.uint32:
-    """CRC-32/ISO-HDLC (zlib's) of buf[start : start + n], with tables ``t`` from ``protocol.crc``.
+def crc32(buf: np.ndarray, start: int, length: int, tables: np.ndarray) -> np.uint32:
+    """CRC-32/ISO-HDLC (zlib's) of buf[start : start + length], with ``tables`` from ``protocol.crc``.
 
     The frame trailer is this CRC, so it decides whether a frame's bytes
     arrived as sent.  Slicing-by-8 folds eight bytes per step (one table
@@ -138,7 +138,7 @@ def crc32(buf: np.ndarray, start: int, n: int, t: np.ndarray) -> np.uint32:
     """
     crc = np.uint32(0xFFFFFFFF)
     i = start
-    end = start + n
+    end = start + length
     while end - i >= 8:
         one = crc ^ (
             np.uint32(buf[i])
@@ -147,51 +147,51 @@ def crc32(buf: np.ndarray, start: int, n: int, t: np.ndarray) -> np.uint32:
             | (np.uint32(buf[i + 3]) << 24)
         )
         crc = (
-            t[7, one & 0xFF]
-            ^ t[6, (one >> 8) & 0xFF]
-            ^ t[5, (one >> 16) & 0xFF]
-            ^ t[4, one >> 24]
-            ^ t[3, buf[i + 4]]
-            ^ t[2, buf[i + 5]]
-            ^ t[1, buf[i + 6]]
-            ^ t[0, buf[i + 7]]
+            tables[7, one & 0xFF]
+            ^ tables[6, (one >> 8) & 0xFF]
+            ^ tables[5, (one >> 16) & 0xFF]
+            ^ tables[4, one >> 24]
+            ^ tables[3, buf[i + 4]]
+            ^ tables[2, buf[i + 5]]
+            ^ tables[1, buf[i + 6]]
+            ^ tables[0, buf[i + 7]]
         )
         i += 8
     while i < end:
-        crc = t[0, (crc ^ buf[i]) & 0xFF] ^ (crc >> 8)
+        crc = tables[0, (crc ^ buf[i]) & 0xFF] ^ (crc >> 8)
         i += 1
     return crc ^ np.uint32(0xFFFFFFFF)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _u16(b: np.ndarray, i: int) -> int:
-    """The little-endian uint16 at b[i] (the wire's byte order, ICD §3)."""
-    return int(b[i]) | (int(b[i + 1]) << 8)
+def _u16(data: np.ndarray, at: int) -> int:
+    """The little-endian uint16 at data[at] (the wire's byte order, ICD §3)."""
+    return int(data[at]) | (int(data[at + 1]) << 8)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _u32(b: np.ndarray, i: int) -> int:
-    """The little-endian uint32 at b[i] (the wire's byte order, ICD §3)."""
-    return _u16(b, i) | (_u16(b, i + 2) << 16)
+def _u32(data: np.ndarray, at: int) -> int:
+    """The little-endian uint32 at data[at] (the wire's byte order, ICD §3)."""
+    return _u16(data, at) | (_u16(data, at + 2) << 16)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _u64(b: np.ndarray, i: int) -> np.uint64:
-    """The 8 bytes at b[i] as a little-endian uint64 (a signed frame's tag, kept whole)."""
-    return np.uint64(_u32(b, i)) | (np.uint64(_u32(b, i + 4)) << np.uint64(32))
+def _u64(data: np.ndarray, at: int) -> np.uint64:
+    """The 8 bytes at data[at] as a little-endian uint64 (a signed frame's tag, kept whole)."""
+    return np.uint64(_u32(data, at)) | (np.uint64(_u32(data, at + 4)) << np.uint64(32))
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _payload_status(b: np.ndarray, s: int, body_len: int, rules: np.ndarray) -> int:
+def _payload_status(body: np.ndarray, start: int, body_len: int, rules: np.ndarray) -> int:
     """OK if the payload length fits its msg_type's rule, UNKNOWN for a type not in the catalogue.
 
-    ``body_len`` is header + payload (no CRC) of the body at b[s].  The rule
+    ``body_len`` is header + payload (no CRC) of the body at body[start].  The rule
     (from the construct catalogue) is fixed, counted (a count field times an
     item size, at most ``_MAX_ITEMS``) or greedy (a base and up to a maximum
     of trailing items); a length that breaks it is BAD_PAYLOAD, so the
     record dtype never reads beyond what was sent.
     """
-    msg_type = b[s + 1]
+    msg_type = body[start + 1]
     if rules[msg_type, _KNOWN] == 0:
         return UNKNOWN
     n = body_len - HEADER_SIZE
@@ -200,7 +200,7 @@ def _payload_status(b: np.ndarray, s: int, body_len: int, rules: np.ndarray) -> 
     if rule == _COUNTED:
         if n < base:
             return BAD_PAYLOAD
-        count = b[s + HEADER_SIZE + rules[msg_type, _COUNT_AT]]
+        count = body[start + HEADER_SIZE + rules[msg_type, _COUNT_AT]]
         if count > rules[msg_type, _MAX_ITEMS] or n != base + count * rules[msg_type, _ITEM]:
             return BAD_PAYLOAD
     elif rule == _GREEDY:
@@ -212,15 +212,15 @@ def _payload_status(b: np.ndarray, s: int, body_len: int, rules: np.ndarray) -> 
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _unstuff(buf: np.ndarray, i: int, out: np.ndarray) -> tuple[int, int, bool]:
-    """COBS-decode from buf[i] up to the next 0x00, in one read of each byte.
+def _unstuff(buf: np.ndarray, start: int, out: np.ndarray) -> tuple[int, int, bool]:
+    """COBS-decode from buf[start] up to the next 0x00, in one read of each byte.
 
     Returns (index of the delimiter or -1 if the buffer ends first, decoded
     length, False if a group ran into the delimiter: a COBS error).  ``out``
     must hold as many bytes as buf: decoding never grows the data.
     """
     size = buf.size
-    j = i
+    j = start
     n = 0
     last_code = 0xFF  # the last group's code byte (the delimiter is not a group)
     while j < size:
@@ -361,7 +361,9 @@ def scan(
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-def _over_rate(f: np.void, body: np.ndarray, accounts: StreamAccounts, limits: np.ndarray) -> bool:
+def _over_rate(
+    frame: np.void, body: np.ndarray, accounts: StreamAccounts, limits: np.ndarray
+) -> bool:
     """Whether its node's rate limit drops this frame (:func:`ratelimit.admit`), counted.
 
     The frame table's ``rate`` says what the limit did, and a flood's first frame and the
@@ -376,15 +378,15 @@ def _over_rate(f: np.void, body: np.ndarray, accounts: StreamAccounts, limits: n
         return False
     state = accounts.rate[c]
     said = admit(state, limits[c], _u32(body, 6))
-    f["rate"] = said
+    frame["rate"] = said
     if said == TAKE:
         return False
     if said == CALM:
-        f["mark_t"] = (_u32(body, 6) - 1) & 0xFFFFFFFF
+        frame["mark_t"] = (_u32(body, 6) - 1) & 0xFFFFFFFF
         accounts.seq_state[node, SEQ_HAS] = 0
         return False
     if said == FLOOD:
-        f["mark_t"] = flood_from(state)
+        frame["mark_t"] = flood_from(state)
     accounts.over_rate[node] += 1
     return True
 
@@ -398,31 +400,32 @@ def _held(hold: np.ndarray, body: np.ndarray) -> bool:
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-def _keep_body(f: np.void, body: np.ndarray, body_len: int, raw: np.ndarray, used: int) -> int:
+def _keep_body(frame: np.void, body: np.ndarray, body_len: int, raw: np.ndarray, used: int) -> int:
     """Keep a frame's header and payload in ``raw`` (its ``row`` = where); returns raw used.
 
     For the frames that are not records: an unknown type, a retransmission, a frame held
     for the signature check.  ``raw`` is as long as the buffer, so there is always room.
     """
-    f["row"] = used
+    frame["row"] = used
     raw[used : used + body_len] = body[:body_len]
     return used + body_len
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-def _keep_prior(f: np.void, node: int, accounts: StreamAccounts, raw: np.ndarray, used: int) -> int:
-    """A conflict's earlier frame (its node's newest) kept in ``raw`` at ``f["prior"]``.
+def _keep_prior(
+    frame: np.void, node: int, accounts: StreamAccounts, raw: np.ndarray, used: int
+) -> int:
+    """A conflict's earlier frame (its node's newest) kept in ``raw`` at ``frame["prior"]``.
 
     ``raw`` is as long as the buffer; a long earlier frame after many short conflicts
     might not fit, so room is checked (``prior`` stays -1 then, as for a node whose
-    frames are not kept).  Its bytes are
-    header and payload as sent, without a signed frame's trailer.
+    frames are not kept).  Its bytes are header and payload as sent, no signed trailer.
     """
     n = accounts.last_len[node]
     if n == 0 or used + n > raw.size:  # conflicts of short frames after a long one: not all kept
         return used
-    f["prior"] = used
-    f["prior_len"] = n
+    frame["prior"] = used
+    frame["prior_len"] = n
     raw[used : used + n] = accounts.last_body[node, :n]
     return used + n
 
@@ -493,59 +496,59 @@ def _check_frame(
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-def _file_bad(f: np.void, frame_offset: int, length: int, status: int, bad: np.ndarray) -> None:
-    """Frame-table row f is a bad frame: where it began, its wire length, its reason.
+def _file_bad(frame: np.void, frame_offset: int, length: int, status: int, bad: np.ndarray) -> None:
+    """Frame-table row ``frame`` is a bad frame: where it began, its wire length, its reason.
 
     Bad frames are values, not exceptions: counted per reason in ``bad`` and
     listed in stream order with no header fields (none can be trusted).
     """
     bad[status - BAD_COBS] += 1
-    f["offset"] = frame_offset
-    f["row"] = -1
-    f["length"] = length
-    f["msg_type"] = 0
-    f["node"] = 0
-    f["flags"] = 0
-    f["seq"] = 0
-    f["t_us"] = 0
-    f["seq_mark"] = NONE
-    f["seq_gap"] = 0
-    f["sig_ctr"] = 0
-    f["tag"] = 0
-    f["prior"] = -1
-    f["prior_len"] = 0
-    f["rate"] = TAKE
-    f["mark_t"] = 0
-    f["status"] = status
+    frame["offset"] = frame_offset
+    frame["row"] = -1
+    frame["length"] = length
+    frame["msg_type"] = 0
+    frame["node"] = 0
+    frame["flags"] = 0
+    frame["seq"] = 0
+    frame["t_us"] = 0
+    frame["seq_mark"] = NONE
+    frame["seq_gap"] = 0
+    frame["sig_ctr"] = 0
+    frame["tag"] = 0
+    frame["prior"] = -1
+    frame["prior_len"] = 0
+    frame["rate"] = TAKE
+    frame["mark_t"] = 0
+    frame["status"] = status
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-def _file_header(f: np.void, frame_offset: int, body: np.ndarray, body_len: int) -> None:
-    """Frame-table row f gets a checked frame's header; its row and status come later.
+def _file_header(frame: np.void, frame_offset: int, body: np.ndarray, body_len: int) -> None:
+    """Frame-table row ``frame`` gets a checked frame's header; its row and status come later.
 
     Only a frame whose CRC matched gets here, so its header can be trusted;
     ``length`` is header + payload bytes.
     """
-    f["offset"] = frame_offset
-    f["row"] = -1
-    f["msg_type"] = body[1]
-    f["node"] = body[2]
-    f["flags"] = body[3]
-    f["seq"] = _u16(body, 4)
-    f["t_us"] = _u32(body, 6)
-    f["length"] = body_len
-    f["seq_mark"] = NONE
-    f["seq_gap"] = 0
-    f["prior"] = -1
-    f["prior_len"] = 0
-    f["rate"] = TAKE
-    f["mark_t"] = 0
+    frame["offset"] = frame_offset
+    frame["row"] = -1
+    frame["msg_type"] = body[1]
+    frame["node"] = body[2]
+    frame["flags"] = body[3]
+    frame["seq"] = _u16(body, 4)
+    frame["t_us"] = _u32(body, 6)
+    frame["length"] = body_len
+    frame["seq_mark"] = NONE
+    frame["seq_gap"] = 0
+    frame["prior"] = -1
+    frame["prior_len"] = 0
+    frame["rate"] = TAKE
+    frame["mark_t"] = 0
     if body[3] & FLAG_SIGNED:  # the trailer after the payload (ICD §9)
-        f["sig_ctr"] = _u32(body, body_len)
-        f["tag"] = _u64(body, body_len + 4)
+        frame["sig_ctr"] = _u32(body, body_len)
+        frame["tag"] = _u64(body, body_len + 4)
     else:
-        f["sig_ctr"] = 0
-        f["tag"] = 0
+        frame["sig_ctr"] = 0
+        frame["tag"] = 0
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
