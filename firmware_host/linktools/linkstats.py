@@ -28,6 +28,7 @@ checked against the datasheet limits of both crystals together.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +98,19 @@ class Found:
 
 def node_label(node: int) -> str:
     return f"node {node} ({NODE_NAMES.get(node, '?')})"
+
+
+def groups(keys: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """Each distinct key, ascending, and where it is in ``keys`` (in their order): one stable
+    sort, where a mask per key made a loop over a boot's or a node's frames quadratic in
+    forged boots (a key each)."""
+    if not len(keys):
+        return
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    starts = np.concatenate(([0], cuts))
+    yield from zip(ordered[starts].tolist(), np.split(order, cuts), strict=True)
 
 
 def _reboots(decoded: Decoded, starts: np.ndarray) -> Listing:
@@ -171,11 +185,11 @@ class HubRate:
     def __init__(self, decoded: Decoded, timing: Timing, boot: np.ndarray) -> None:
         frames = decoded.frames
         hub = (frames["status"] == OK) & (frames["node"] == 0) & ~timing.backlog
+        t_us, t_s = frames["t_us"][hub], timing.t_s[hub]
         self.boots: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for b in np.unique(boot[hub]).tolist():
-            sel = hub & (boot == b)
-            if sel.sum() >= MIN_SYNCS:
-                self.boots[b] = (unwrap_u32(frames["t_us"][sel]), timing.t_s[sel] * 1e6)
+        for b, sel in groups(boot[hub]):
+            if len(sel) >= MIN_SYNCS:
+                self.boots[b] = (unwrap_u32(t_us[sel]), t_s[sel] * 1e6)
 
     def ppm(self, b: int, lo: float = -np.inf, hi: float = np.inf) -> tuple[float, float]:
         """(rate, uncertainty) in ppm over hub times ``lo`` … ``hi`` of boot ``b``, or over
@@ -304,23 +318,21 @@ def window_rows(figures: np.ndarray, hub: np.ndarray) -> np.ndarray:
 def _latency(frames: np.ndarray, timing: Timing, boot: np.ndarray) -> dict[int, dict[str, float]]:
     """Per node: arrival latency (ms) above its fastest frame: p50, p95, max (a join's
     backlog left out: it waited for the host, not on the link)."""
-    out = {}
-    t_s = timing.t_s
     good = (frames["status"] == OK) & ~timing.backlog
-    for node in np.unique(frames["node"][good]).tolist():
-        parts = []
-        for b in np.unique(boot[good & (frames["node"] == node)]).tolist():
-            sel = good & (frames["node"] == node) & (boot == b)
-            if sel.sum() < 2:
-                continue
-            stamp = unwrap_u32(frames["t_us"][sel]).astype(np.float64)
-            host = t_s[sel] * 1e6
-            a, slope = envelope_slope(stamp, stamp - host)  # the fastest arrivals touch it
-            parts.append((a + slope * (stamp - stamp.min())) - (stamp - host))
-        if parts:
-            lat = np.concatenate(parts) / 1e3
-            p50, p95, top = np.percentile(lat, [50, 95, 100])
-            out[node] = {"p50_ms": float(p50), "p95_ms": float(p95), "max_ms": float(top)}
+    t_us, t_s = frames["t_us"][good], timing.t_s[good]
+    parts: dict[int, list[np.ndarray]] = {}
+    for key, sel in groups(frames["node"][good].astype(np.int64) * (1 << 32) + boot[good]):
+        if len(sel) < 2:
+            continue
+        stamp = unwrap_u32(t_us[sel]).astype(np.float64)
+        host = t_s[sel] * 1e6
+        a, slope = envelope_slope(stamp, stamp - host)  # the fastest arrivals touch it
+        parts.setdefault(key >> 32, []).append((a + slope * (stamp - stamp.min())) - (stamp - host))
+    out = {}
+    for node, mine in parts.items():
+        lat = np.concatenate(mine) / 1e3
+        p50, p95, top = np.percentile(lat, [50, 95, 100])
+        out[node] = {"p50_ms": float(p50), "p95_ms": float(p95), "max_ms": float(top)}
     return out
 
 
@@ -359,8 +371,9 @@ def _hub_counts(decoded: Decoded, boot: np.ndarray, timing: Timing) -> tuple[lis
     settled = np.flatnonzero(when > timing.joined_until_s)
     at_join = int(beats["tx_dropped"][settled[0]]) if np.isfinite(timing.joined_until_s) else 0
     totals, firsts = {}, {}
+    _, first = np.unique(their_boot, return_index=True)  # boot ascends with the offset
     for name, _ in HUB_COUNTS:
-        totals[name] = sum(int(beats[name][their_boot == b].max()) for b in np.unique(their_boot))
+        totals[name] = int(np.maximum.reduceat(beats[name], first).astype(np.int64).sum())
         nonzero = np.flatnonzero(beats[name])
         firsts[name] = int(beats["offset"][nonzero[0]]) if len(nonzero) else 0
     totals["tx_dropped"] -= at_join

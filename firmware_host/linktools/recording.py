@@ -32,7 +32,7 @@ from protocol.decoder import Decoded, decode_capture
 from protocol.kernels import BAD_COBS, MAX_ENCODED
 
 from ..link.recorder import SentFrame, read_rx_times, read_sent
-from ..timing.unwrap import unwrap
+from ..timing.unwrap import unwrap, unwrap_chained
 from .hosttime import recording_speed
 
 HOST_CLOCK, HUB_CLOCK = "host", "hub"
@@ -110,13 +110,8 @@ def hub_clock_at(decoded: Decoded, positions: np.ndarray) -> np.ndarray:
     if not len(hub):
         return np.zeros(len(positions), np.int64)
     boot = np.searchsorted(boot_starts(decoded), hub["offset"], side="right")
-    t = np.empty(len(hub), np.int64)
-    carried = 0
-    for b in np.unique(boot).tolist():
-        mine = boot == b
-        stamps = unwrap_u32(hub["t_us"][mine])
-        t[mine] = stamps - stamps[0] + carried
-        carried = int(t[mine][-1])
+    # each boot from where the last ended: one pass (a mask per boot: quadratic in boots)
+    t = unwrap_chained(hub["t_us"].astype(np.int64), boot, np.array([-1, 0, 0], np.int64), 32)
     at = np.searchsorted(hub["offset"], positions, side="right") - 1
     return t[np.maximum(at, 0)]
 
