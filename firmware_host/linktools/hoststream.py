@@ -19,8 +19,9 @@ in passes that each learn what the next one needs:
    window (the last minutes of hub frames kept: :class:`HostRates`); each node's
    latency envelope per boot (its frames' stamps may come a little out of order: a
    minute of them, or 4096, wait to be put in order, :class:`.envelope.Reorder`);
-4. **latency**, twice: each frame's latency counted in µs buckets, then the values
-   at the wanted ranks picked out (:mod:`.ranks`).
+4. **latency**, twice or more: each frame's latency counted in µs buckets, then the
+   values at the wanted ranks picked out (:mod:`.ranks`: a bucket too crowded to keep is
+   narrowed in a pass of its own, at most four).
 
 Every figure is the one ``link_stats`` makes, by the same float operations in the same
 order (``tests/linktools/test_host_stream.py``: JSON text, byte for byte).  Where this
@@ -28,7 +29,7 @@ cannot be so, :class:`NotStreamable` says why and ``stats`` takes the whole-capt
 (``commands/stats.py``): ``.rxt`` offsets that go back, the first boot's hub stamps out
 of order across a minute's end of the join's search, samples further out of order than
 ``envelope.REORDER_US`` among more than ``REORDER_KEEP``, a drift window reaching back
-past the hub frames kept, a percentile in buckets of more than ``ranks.MAX_KEPT`` values.
+past the hub frames kept.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from .linkstats import (
     report,
     window_rows,
 )
-from .ranks import Ranks, TooMany
+from .ranks import Ranks
 from .statstream import Edges, HostFigures, HubClock, Tally
 
 RX_BLOCK = 1 << 16  # .rxt records a read (1 MiB)
@@ -486,8 +487,8 @@ def host_stats(
     read: Callable[[], Iterable[bytes]], rxt: Path, *, continues: bool = False
 ) -> dict[str, Any]:
     """``link_stats(capture, read_rx_times(rxt))`` of the capture ``read()`` yields in chunks
-    (called up to five times), in memory that does not grow with it; :class:`NotStreamable`
-    when that cannot be the same report."""
+    (called five times, more for a percentile in a crowded bucket: :mod:`.ranks`), in memory
+    that does not grow with it; :class:`NotStreamable` when that cannot be the same report."""
     scan = _scan(read, rxt)
     if not scan.frames:
         raise NotStreamable("no frame")
@@ -538,20 +539,16 @@ def _latencies(
     fits: Fits,
 ) -> dict[int, dict[str, float]]:
     """Per node, p50, p95 and max of its frames' latency (ms) above its envelope, over its
-    boots of two frames or more: counted in one pass, the wanted ranks kept in another."""
+    boots of two frames or more: counted in one pass, the wanted ranks kept in another (or
+    their buckets narrowed in more, :mod:`.ranks`)."""
     lines = {}
     for key, (envelope, order) in fits.fits.items():
         if order.n >= 2:
             a, slope = envelope.line()
             lines[key] = (a, slope, envelope.x0)
     ranks = {node: Ranks() for node, _ in sorted(lines)}
-    for keep in (False, True):
-        if keep:
-            try:
-                for r in ranks.values():
-                    r.plan()
-            except TooMany as exc:
-                raise NotStreamable(f"{exc} latencies at a percentile's rank") from None
+    counting = True
+    while True:
         latency = _Latency()
         for feed in _Pass(read, rxt):
             t_s, backlog = host.t_s(feed), host.backlog(feed)
@@ -559,7 +556,11 @@ def _latencies(
                 if key in lines:
                     a, slope, x0 = lines[key]
                     lat = ((a + slope * (x - x0)) - y) / 1e3
-                    (ranks[key[0]].keep if keep else ranks[key[0]].count)(lat)
+                    (ranks[key[0]].count if counting else ranks[key[0]].take)(lat)
+        counting = False
+        settled = [r.settle() for r in ranks.values()]  # every node's, before the next pass
+        if all(settled):
+            break
     out = {}
     for node, r in ranks.items():
         p50, p95, top = r.percentiles()

@@ -1,4 +1,4 @@
-"""Exact percentiles of values that come twice, a chunk at a time, without holding them.
+"""Exact percentiles of values that come again and again, a chunk at a time, without holding them.
 
 ``stats`` gives each node's arrival latency as ``np.percentile(lat, [50, 95, 100])``
 over every frame.  That figure depends only on how many values there are and on the
@@ -11,9 +11,20 @@ ranks out of them; numpy's interpolation is then applied to those values as it w
 whole sorted array.  :func:`percentiles` is that interpolation, written out as numpy's
 ``_quantile`` and ``_lerp`` do it (``tests/linktools/test_host_stream.py`` holds it to
 ``np.percentile``).
+
+A bucket may hold more values than are worth keeping (:data:`MAX_KEPT`): forged reboots
+of three frames each put two of every three latencies at 0 (a boot's envelope touches
+them), and past half a million boots the 0 µs bucket held more than a million.  Such a
+bucket is narrowed instead: its values ordered as their float64 bits are (:func:`keys`)
+and counted in :data:`SPLIT` parts of its span of bits, the part holding the rank kept
+for the next pass; a span of one value needs no keeping at all.  Each such pass takes
+16 bits off a span of at most 64, so a percentile is found in at most four more passes,
+each keeping :data:`SPLIT` counts: bounded by design, whatever the values.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,11 +32,23 @@ QUANTILES = np.true_divide([50, 95, 100], 100)  # as np.percentile makes them
 BUCKET_MS = 1e-3  # 1 µs a bucket ...
 FINE = 1 << 16  # ... up to 65 ms, then 1000 of them a bucket
 TOP = 2 * FINE  # buckets (about 65 s of latency); what is above shares the last one
-MAX_KEPT = 1 << 20  # values a second pass may keep for the wanted ranks
+MAX_KEPT = 1 << 20  # values a pass may keep for the wanted ranks
+SPLIT = 1 << 16  # parts a narrowing pass counts a bucket's span of keys in
+_SIGN = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
-class TooMany(Exception):
-    """The wanted ranks lie in buckets holding more values than :data:`MAX_KEPT`."""
+def keys(values: np.ndarray) -> np.ndarray:
+    """float64 values as int64 keys in the same order (the bits, a negative one's turned)."""
+    bits = np.ascontiguousarray(values, np.float64).view(np.int64)
+    return np.where(bits < 0, bits ^ _SIGN, bits)
+
+
+def key_values(k: np.ndarray) -> np.ndarray:
+    """The float64 values of keys (:func:`keys` undone: the turn is its own inverse)."""
+    return np.ascontiguousarray(np.where(k < 0, k ^ _SIGN, k), np.int64).view(np.float64)
+
+
+KEY_LO, KEY_HI = (int(k) for k in keys(np.array([-np.inf, np.inf])))
 
 
 def buckets(values: np.ndarray) -> np.ndarray:
@@ -35,6 +58,20 @@ def buckets(values: np.ndarray) -> np.ndarray:
     fine = np.clip(us, -1, FINE - 1) + 1
     coarse = np.minimum(FINE + 1 + np.floor((us - FINE) / 1000), TOP - 1)
     return np.where(us < FINE, fine, coarse).astype(np.int64)
+
+
+def first_key(bucket: int) -> int:
+    """The least key whose value is in ``bucket`` or above (:func:`buckets` ascends with the
+    value, so each bucket is a run of keys: found by halving)."""
+    lo, hi = KEY_LO, KEY_HI + 1
+    with np.errstate(over="ignore"):  # a value near the largest float, over a µs
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if buckets(key_values(np.array([mid], np.int64)))[0] >= bucket:
+                hi = mid
+            else:
+                lo = mid + 1
+    return lo
 
 
 def neighbours(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -62,14 +99,65 @@ def percentiles(n: int, value_at: dict[int, float]) -> np.ndarray:
     return out
 
 
+KEEP, KEPT, NARROW = "keep", "kept", "narrow"  # a span's next pass, or its values all in
+
+
+@dataclass(eq=False)
+class Span:
+    """Where a wanted rank's value lies: keys ``lo`` … ``hi`` (ranks may share one), with
+    ``below`` values under them and ``inside`` in them; the next pass keeps its values
+    (``KEEP``) or counts them in parts (``NARROW``); ``KEPT``: its values are all in."""
+
+    lo: int
+    hi: int
+    below: int
+    inside: int
+    mode: str = NARROW
+    found: list[np.ndarray] = field(default_factory=list)  # values kept, or the parts' counts
+
+    @property
+    def known(self) -> bool:
+        return self.lo == self.hi or self.mode == KEPT
+
+    @property
+    def shift(self) -> int:
+        """Bits of key a part spans: :data:`SPLIT` parts cover the span."""
+        return max((self.hi - self.lo).bit_length() - SPLIT.bit_length() + 1, 0)
+
+    def take(self, k: np.ndarray, values: np.ndarray) -> None:
+        mine = (k >= self.lo) & (k <= self.hi)
+        if self.mode == KEEP:
+            if mine.any():
+                self.found.append(values[mine])
+            return
+        from_lo = k[mine].astype(np.uint64) - np.uint64(self.lo % (1 << 64))  # < 2**64
+        counts = np.bincount((from_lo >> np.uint64(self.shift)).astype(np.int64), minlength=SPLIT)
+        self.found = [self.found[0] + counts] if self.found else [counts]
+
+    def narrowed(self, rank: int) -> Span:
+        """After a narrowing pass: its part that holds ``rank``."""
+        counts = self.found[0] if self.found else np.zeros(SPLIT, np.int64)
+        ends = np.cumsum(counts)
+        j = int(np.searchsorted(ends, rank - self.below, side="right"))
+        lo = self.lo + (j << self.shift)
+        hi = min(self.hi, lo + (1 << self.shift) - 1)
+        return Span(lo, hi, self.below + int(ends[j] - counts[j]), int(counts[j]))
+
+    def value(self, rank: int) -> float:
+        """The value at ``rank``, once known: the span's one key, or from its values kept."""
+        if self.lo == self.hi:
+            return float(key_values(np.array([self.lo], np.int64))[0])
+        return float(np.sort(np.concatenate(self.found))[rank - self.below])
+
+
 class Ranks:
-    """One node's latencies: counted in the first pass (:meth:`count`), the wanted ranks'
-    buckets kept in the second (:meth:`keep`), then :meth:`percentiles`."""
+    """One node's latencies: counted in the first pass (:meth:`count`), then each wanted rank's
+    bucket kept or narrowed in the passes after (:meth:`take`) until :meth:`settle` says every
+    wanted value is known; then :meth:`percentiles`."""
 
     def __init__(self) -> None:
         self.counts = np.zeros(0, np.int64)
-        self.wanted: np.ndarray | None = None  # the buckets the second pass keeps
-        self.kept: list[np.ndarray] = []
+        self.spans: dict[int, Span] = {}  # wanted rank -> where its value lies
 
     @property
     def n(self) -> int:
@@ -86,27 +174,37 @@ class Ranks:
         below, above, _ = neighbours(self.n)
         return np.unique(np.concatenate((below, above)) % self.n)
 
-    def plan(self) -> None:
-        """After the first pass: which buckets hold the wanted ranks (:class:`TooMany` when
-        they hold more than :data:`MAX_KEPT` values)."""
+    def settle(self) -> bool:
+        """After a pass: where each wanted rank lies now and what the next pass does with it
+        (its values kept, the smallest spans first, up to :data:`MAX_KEPT` in all; the others
+        narrowed); True once every wanted value is known (no pass is needed)."""
+        spans: dict[int, Span] = {}
+        shared: dict[tuple[int, int], Span] = {}  # ranks in one span share it
         ends = np.cumsum(self.counts)
-        self.wanted = np.unique(np.searchsorted(ends, self._ranks(), side="right"))
-        if self.counts[self.wanted].sum() > MAX_KEPT:
-            raise TooMany(int(self.counts[self.wanted].sum()))
+        for r in self._ranks().tolist():
+            if r not in self.spans:  # the counting pass: the bucket that holds the rank
+                b = int(np.searchsorted(ends, r, side="right"))
+                new = Span(first_key(b), first_key(b + 1) - 1, int(ends[b] - self.counts[b]),
+                           int(self.counts[b]))  # fmt: skip
+            elif not self.spans[r].known and self.spans[r].mode == NARROW:
+                new = self.spans[r].narrowed(r)
+            else:
+                new = self.spans[r]
+            spans[r] = shared.setdefault((new.lo, new.hi), new)
+        for s in shared.values():
+            s.mode = KEPT if s.mode == KEEP else s.mode
+        room = MAX_KEPT - sum(s.inside for s in shared.values() if s.mode == KEPT)
+        for s in sorted((s for s in shared.values() if not s.known), key=lambda s: s.inside):
+            s.mode = KEEP if s.inside <= room else NARROW
+            room -= s.inside if s.mode == KEEP else 0
+        self.spans = spans
+        return all(s.known for s in shared.values())
 
-    def keep(self, values: np.ndarray) -> None:
-        assert self.wanted is not None
-        mine = values[np.isin(buckets(values), self.wanted)]
-        if len(mine):
-            self.kept.append(mine)
+    def take(self, values: np.ndarray) -> None:
+        """A pass after the first: the wanted ranks' values kept, or their spans' parts counted."""
+        k = keys(values)
+        for s in {id(s): s for s in self.spans.values() if not s.known}.values():
+            s.take(k, values)
 
     def percentiles(self) -> np.ndarray:
-        kept = np.sort(np.concatenate(self.kept)) if self.kept else np.zeros(0)
-        ends = np.cumsum(self.counts)
-        value_at = {}
-        for r in self._ranks().tolist():
-            b = int(np.searchsorted(ends, r, side="right"))
-            before = int(ends[b] - self.counts[b])  # ranks below this bucket
-            mine = kept[buckets(kept) == b]
-            value_at[r] = float(mine[r - before])
-        return percentiles(self.n, value_at)
+        return percentiles(self.n, {r: s.value(r) for r, s in self.spans.items()})
