@@ -78,6 +78,9 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
     for b, ppm in report["hub_vs_host_ppm"].items():
         unc = report["hub_vs_host_uncertainty_ppm"][b]
         out.write(f"hub crystal against the host's clock, boot {int(b) + 1}: {_ppm(ppm, unc)}\n")
+    if "hub_vs_host_count" in report:
+        out.write(f"hub crystal against the host's clock: the first {report['hub_vs_host_listed']} "
+                  f"of {report['hub_vs_host_count']} boots shown\n")  # fmt: skip
     if report["notes"]:
         out.write("\n")
         out.writelines(f"note: {note}\n" for note in report["notes"])

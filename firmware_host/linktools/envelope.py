@@ -11,7 +11,7 @@ few points: the samples of a clock lie close under a line).  :class:`Envelope` i
 with :func:`.drift.envelope_slope`'s merging of samples at one x (frames read in one
 chunk share a host time: the envelope touches only the highest).  Samples that come a
 little out of order wait in a :class:`Reorder` to be fed in order; :class:`Fits` holds
-one of each per node and boot.
+one of each per node and boot while the boot goes on.
 """
 
 from __future__ import annotations
@@ -171,24 +171,27 @@ class Reorder:
 
 
 class Fits:
-    """An envelope per key (a node and its boot) fed through a :class:`Reorder`: the samples
-    of a boot that has ended (a later boot's frames have come: a frame's boot is set by
-    its position) go into their fit then, so a long capture's ended boots keep their hulls
-    and no minute of samples each."""
+    """An envelope per key (a node and its boot) fed through a :class:`Reorder`, handed back
+    when its boot has ended (a later boot's frames have come: a frame's boot is set by its
+    position) with all its samples in it: what is kept is the fits of the boots going on,
+    never one per boot of the capture (forged reboots by the hundred thousand, issue 29)."""
 
     def __init__(self, merge: bool) -> None:
         self.merge = merge
-        self.fits: dict[Any, tuple[Envelope, Reorder]] = {}
-        self.open: dict[Any, int] = {}  # key -> its boot, of the fits whose boot goes on
+        self.fits: dict[Any, tuple[int, Envelope, Reorder]] = {}  # key -> its boot, its fit
 
     def add(self, key: Any, boot: int, x: np.ndarray, y: np.ndarray) -> None:
         if key not in self.fits:
-            self.fits[key] = (envelope := Envelope(self.merge), Reorder(envelope.feed))
-            self.open[key] = boot
-        self.fits[key][1].add(x, y)
+            envelope = Envelope(self.merge)
+            self.fits[key] = (boot, envelope, Reorder(envelope.feed))
+        self.fits[key][2].add(x, y)
 
-    def end_before(self, boot: float) -> None:
-        """The boots before ``boot`` have ended: their samples into their fits."""
-        for key in [k for k, b in self.open.items() if b < boot]:
-            self.fits[key][1].flush()
-            del self.open[key]
+    def end_before(self, boot: float) -> list[tuple[Any, Envelope, Reorder]]:
+        """The boots before ``boot`` have ended: their fits, by boot and then key, each with
+        its samples all fed, let go here."""
+        out = []
+        for _, key in sorted((b, key) for key, (b, _, _) in self.fits.items() if b < boot):
+            _, envelope, order = self.fits.pop(key)
+            order.flush()
+            out.append((key, envelope, order))
+        return out

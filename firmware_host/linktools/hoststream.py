@@ -8,7 +8,8 @@ in passes that each learn what the next one needs:
 
 1. **scan**: per boot, the upper envelope of the hub's stamps over their arrival
    (:class:`.envelope.Envelope`: the played speed is the longest boot's slope); the
-   frames' counts; that the arrival times never go back;
+   frames' counts, and each boot's hub frames (:class:`BootCounts`); that the arrival
+   times never go back;
 2. **backlog** (only as far as it must read): a join's backlog ends at the first hub
    frame whose lag is within ``BACKLOG_US`` of the least lag in the next minute of hub
    time (:func:`.hosttime.backlog_end`; the minute kept, nothing more); from it the
@@ -23,13 +24,19 @@ in passes that each learn what the next one needs:
    values at the wanted ranks picked out (:mod:`.ranks`: a bucket too crowded to keep is
    narrowed in a pass of its own, at most four).
 
+What is kept grows with what the report lists, never with the frames or the boots: of a
+boot that has ended only its rate against the host (listed for the first
+:data:`.capped.LISTED` boots, all counted), and what a later pass needs of it as its
+frames come again (its hub frames' count, each node's latency envelope) written in boot
+order to a :class:`.spill.Spill` (a block in memory, the rest in a temporary file).
+
 Every figure is the one ``link_stats`` makes, by the same float operations in the same
-order (``tests/linktools/test_host_stream.py``: JSON text, byte for byte).  Where this
-cannot be so, :class:`NotStreamable` says why and ``stats`` takes the whole-capture way
-(``commands/stats.py``): ``.rxt`` offsets that go back, the first boot's hub stamps out
-of order across a minute's end of the join's search, samples further out of order than
-``envelope.REORDER_US`` among more than ``REORDER_KEEP``, a drift window reaching back
-past the hub frames kept.
+order (``tests/linktools/test_host_stream.py``, ``test_host_boots.py``: JSON text, byte
+for byte).  Where this cannot be so, :class:`NotStreamable` says why and ``stats`` takes
+the whole-capture way (``commands/stats.py``): ``.rxt`` offsets that go back, the first
+boot's hub stamps out of order across a minute's end of the join's search, samples
+further out of order than ``envelope.REORDER_US`` among more than ``REORDER_KEEP``, a
+drift window reaching back past the hub frames kept.
 """
 
 from __future__ import annotations
@@ -46,7 +53,8 @@ from protocol.kernels import DUPLICATE, OK
 
 from ..link.recorder import RX_TIMES_DTYPE
 from ..timing.unwrap import unwrap
-from .drift import MIN_HALF, halves_bound
+from .capped import Listing
+from .drift import MIN_HALF, envelope_slope, halves_bound
 from .envelope import Envelope, Fits, NotStreamable, Reorder
 from .hosttime import AHEAD_US, BACKLOG_US, MIN_FRAMES, played_speed
 from .linkstats import (
@@ -56,11 +64,13 @@ from .linkstats import (
     WINDOW_S,
     Timing,
     WindowFit,
+    groups,
     hub_rate_over,
     report,
     window_rows,
 )
 from .ranks import Ranks
+from .spill import Cursor, Spill
 from .statstream import Edges, HostFigures, HubClock, Tally
 
 RX_BLOCK = 1 << 16  # .rxt records a read (1 MiB)
@@ -146,14 +156,15 @@ def _hub(frames: np.ndarray) -> np.ndarray:
 
 
 class _Unwrap:
-    """A 32-bit stamp column unwrapped as it comes, per key (node and boot): ``unwrap_u32``
-    of the whole column, carried on from its last value."""
+    """A 32-bit stamp column unwrapped as it comes, per boot and node: ``unwrap_u32`` of the
+    whole column, carried on from its last value; an ended boot's let go (:meth:`end_before`)."""
 
     def __init__(self) -> None:
-        self.prev: dict[Any, int] = {}
+        self.prev: dict[tuple[int, int], int] = {}
 
-    def __call__(self, key: Any, raw: np.ndarray) -> np.ndarray:
+    def __call__(self, boot: int, node: int, raw: np.ndarray) -> np.ndarray:
         raw = raw.astype(np.int64)
+        key = boot, node
         if key in self.prev:
             out = unwrap(np.concatenate(([self.prev[key]], raw)), 32)[1:]
         else:
@@ -161,6 +172,47 @@ class _Unwrap:
         if len(out):
             self.prev[key] = int(out[-1])
         return out
+
+    def end_before(self, boot: int) -> None:
+        """The boots before ``boot`` have ended: their last values let go."""
+        if any(b < boot for b, _ in self.prev):
+            self.prev = {key: v for key, v in self.prev.items() if key[0] >= boot}
+
+
+COUNT_DTYPE = np.dtype([("boot", np.int64), ("n", np.int64)])
+
+
+class BootCounts:
+    """Each boot's OK hub frames, counted in the scan as they come and read back in the tally
+    as its boots come again (:class:`_BootRate` splits a boot's frames in halves by their
+    count, known only at its end): those of :data:`.linkstats.MIN_SYNCS` or more, in a
+    :class:`.spill.Spill` (a dict of them per boot was most of 6 MB of forged reboots' peak)."""
+
+    def __init__(self) -> None:
+        self.spill = Spill(COUNT_DTYPE)
+        self.boot, self.n = -1, 0  # the boot being counted, its frames so far
+
+    def add(self, boot: np.ndarray) -> None:
+        """The boots of a read's OK hub frames (ascending: a frame's boot is set by its place)."""
+        if not len(boot):
+            return
+        boots, n = np.unique(boot, return_counts=True)
+        if boots[0] == self.boot:
+            n[0] += self.n
+        else:
+            self._write(np.array([self.boot]), np.array([self.n]))
+        self._write(boots[:-1], n[:-1])
+        self.boot, self.n = int(boots[-1]), int(n[-1])
+
+    def close(self) -> None:
+        self._write(np.array([self.boot]), np.array([self.n]))
+        self.boot, self.n = -1, 0
+
+    def _write(self, boots: np.ndarray, n: np.ndarray) -> None:
+        keep = n >= MIN_SYNCS
+        records = np.zeros(int(np.count_nonzero(keep)), COUNT_DTYPE)
+        records["boot"], records["n"] = boots[keep], n[keep]
+        self.spill.append(records)
 
 
 @dataclass
@@ -170,7 +222,7 @@ class _Scan:
     speed: float = 1.0
     h0: float = np.inf  # the least arrival (µs)
     read_min: list[float] = field(default_factory=list)  # per read, its least arrival (µs)
-    hub_ok: dict[int, int] = field(default_factory=dict)  # per boot, its OK hub frames
+    counts: BootCounts = field(default_factory=BootCounts)  # per boot, its OK hub frames
     frames: int = 0
 
 
@@ -180,26 +232,33 @@ def _scan(read: Callable[[], Iterable[bytes]], rxt: Path) -> _Scan:
     scan, stamps = _Scan(), _Unwrap()
     fits: dict[int, tuple[Envelope, Reorder]] = {}  # per boot going on: its hub stamps' fit
     longest: tuple[Envelope, Reorder] | None = None  # the fit of the longest boot ended
-    base: dict[int, int] = {}
+    base: dict[int, int] = {}  # per boot going on: its first stamp
+    most = 0  # hub frames of the longest boot ended so far
     for feed in _Pass(read, rxt):
         frames = feed.decoded.frames
         scan.read_min.append(float(feed.host_us.min()) if len(frames) else np.inf)
         scan.h0 = min(scan.h0, scan.read_min[-1])
         scan.frames += len(frames)
-        hub = _hub(frames)
-        ok = (frames["status"] == OK) & (frames["node"] == 0)
-        for b in np.unique(feed.boot[ok]).tolist():
-            scan.hub_ok[b] = scan.hub_ok.get(b, 0) + int(np.count_nonzero(ok & (feed.boot == b)))
-        for b in np.unique(feed.boot[hub]).tolist():
-            mine = hub & (feed.boot == b)
-            t = stamps(b, frames["t_us"][mine])
+        scan.counts.add(feed.boot[(frames["status"] == OK) & (frames["node"] == 0)])
+        hub = np.flatnonzero(_hub(frames))
+        last = int(feed.boot[-1]) if len(frames) else -1
+        for b, at in groups(feed.boot[hub]):
+            if b < last and b not in fits and len(at) <= most:
+                continue  # begun and ended in this read, no longer than one before: not the
+                # longest (the first of the longest is), so no fit (forged reboots: 12 000 a read)
+            mine = hub[at]
+            t = stamps(b, 0, frames["t_us"][mine])
             base.setdefault(b, int(t[0]))
             if b not in fits:
                 fits[b] = (envelope := Envelope(merge=False), Reorder(envelope.feed))
             fits[b][1].add(feed.host_us[mine], (t - base[b]).astype(np.float64))  # a shift
             # leaves the slope as it is
+            most = max(most, fits[b][1].n) if b < last else most  # it has ended
         if len(frames):
-            longest = _longest(fits, longest, int(feed.boot[-1]))
+            longest = _longest(fits, longest, last)
+            stamps.end_before(last)
+            base = {b: t for b, t in base.items() if b >= last}
+    scan.counts.close()
     longest = _longest(fits, longest, np.inf)
     if longest is not None:
         envelope, order = longest
@@ -317,7 +376,7 @@ def _backlog(read: Callable[[], Iterable[bytes]], rxt: Path, scan: _Scan) -> Hos
         # per frame: the least hub clock and the OK hub frames before it
         least_before = np.minimum.accumulate(np.concatenate(([least], hub_t)))[:-1]
         ok_prior = ok_before + np.concatenate(([0], np.cumsum(ok)))[:-1]
-        t = stamps(0, frames["t_us"][first])
+        t = stamps(0, 0, frames["t_us"][first])
         least_after = np.minimum.accumulate(feed.host_us[::-1])[::-1]  # within the read
         look.add(
             hub=t.astype(np.float64),
@@ -418,51 +477,101 @@ class HostRates:
     """The hub's rate against the host per boot (:class:`_BootRate`) and each drift
     window's entry: node against hub, plus the hub against the host over the window's
     stretch or over its boot, whichever is known better (:meth:`.linkstats.HubRate.ppm`),
-    made final once the boot's rate is known."""
+    made final once the boot's rate is known.
+
+    A boot's fit is made when its first frame comes (its frame count read from the scan's,
+    :class:`BootCounts`) and let go when it has ended and no drift window of it is open: of
+    an ended boot only its rate is kept, listed for the first :data:`.capped.LISTED` boots
+    and counted for all, and kept apart while a listed drift window of it may ask for it.
+    """
 
     width = 7  # numbers in a row: the fit's figures, its boot, the hub's rate over its stretch
 
-    def __init__(self, counts: dict[int, int]) -> None:
-        self.boots = {b: _BootRate(n) for b, n in sorted(counts.items()) if n >= MIN_SYNCS}
+    def __init__(self, counts: BootCounts, backlog_ok: int = 0) -> None:
+        self.counts, self.backlog_ok = Cursor(counts.spill), backlog_ok
+        self.boots: dict[int, _BootRate] = {}  # boots going on, and the open windows' one
+        self.ended: dict[int, tuple[float, float]] = {}  # rates of those, ended
+        self.seen = -1  # the latest boot whose frames have come
         self.stamps = _Unwrap()
+        self.listing = Listing()  # boot, rate, uncertainty of each boot ended, in order
+        self.wholes: dict[int, tuple[float, float]] = {}  # those a listed window may ask for
 
     def add(self, feed: Feed, t_s: np.ndarray, backlog: np.ndarray) -> None:
         frames = feed.decoded.frames
-        mine = (frames["status"] == OK) & (frames["node"] == 0) & ~backlog
-        for b in np.unique(feed.boot[mine]).tolist():
-            sel = mine & (feed.boot == b)
-            stamps = self.stamps(b, frames["t_us"][sel])
+        mine = np.flatnonzero((frames["status"] == OK) & (frames["node"] == 0) & ~backlog)
+        for b, at in groups(feed.boot[mine]):
+            if b > self.seen:
+                self._start(b)
             if b in self.boots:
-                self.boots[b].add(stamps, t_s[sel] * 1e6)
+                sel = mine[at]
+                self.boots[b].add(self.stamps(b, 0, frames["t_us"][sel]), t_s[sel] * 1e6)
 
-    def trim(self, tally: Tally) -> None:
-        """Keep the frames an open window (or one to come) may ask for: from a window before
-        the lowest open one's samples, or before the latest hub frame; none of a boot whose
-        windows are all closed (a later boot's samples have begun)."""
-        for b, rate in self.boots.items():
-            if b < tally.sync_boot:
-                rate.drop_below(np.inf)
+    def _start(self, b: int) -> None:
+        """A boot's first frame: its fit, if it has the frames for one."""
+        self.seen = b
+        counted = self.counts.upto(b)
+        n = int(counted["n"][-1]) if len(counted) and counted["boot"][-1] == b else 0
+        n -= self.backlog_ok if b == 0 else 0
+        if n >= MIN_SYNCS:
+            self.boots[b] = _BootRate(n)
+
+    def trim(self, tally: Tally, last: int) -> None:
+        """After a read whose last frame is of boot ``last``: the boots before it have ended,
+        their rates known (listed) and their fits let go unless their windows are open; of
+        the others keep the frames an open window (or one to come) may ask for: from a
+        window before the lowest open one's samples, or before the latest hub frame."""
+        for b in sorted(self.boots):
+            rate = self.boots[b]
+            if b < last and b not in self.ended:
+                self._end(b, rate)
+            if b in self.ended and b != tally.sync_boot:  # no window of it open or to come
+                whole = self.ended.pop(b)
+                del self.boots[b]
+                if _listed(tally, b):
+                    self.wholes[b] = whole
             elif len(rate.hub):
                 low = [float(rate.hub[-1])]
                 if b == tally.sync_boot:
                     low += [min(float(h.min()) for h in kept[0])
                             for w in tally.windows.values() for kept in w.open.values()]  # fmt: skip
                 rate.drop_below(min(low) - WINDOW_US)
+        self.stamps.end_before(last)
+
+    def _end(self, b: int, rate: _BootRate) -> None:
+        self.ended[b] = rate.whole()
+        self.listing.extend(np.array([b]), *np.array([self.ended[b]]).T)
+
+    def end(self) -> None:
+        """The capture has ended, and every boot with it (their fits kept for the windows
+        still open)."""
+        for b, rate in sorted(self.boots.items()):
+            if b not in self.ended:
+                self._end(b, rate)
+            self.wholes[b] = self.ended[b]
 
     def row(self, fit: WindowFit, boot: int) -> list[float]:
         part = self.boots[boot].part(fit.lo, fit.hi) if boot in self.boots else UNKNOWN_RATE
         return [*fit.figures(), boot, *part]
 
-    def whole(self, boot: int) -> tuple[float, float]:
-        return self.boots[boot].whole() if boot in self.boots else UNKNOWN_RATE
-
     def final(self, rows: np.ndarray) -> np.ndarray:
         """The windows' rows, each with the hub's rate over its stretch or over its boot,
         whichever has the smaller uncertainty."""
         boot = rows[:, 4].astype(np.int64)
-        wholes = {b: self.whole(b) for b in np.unique(boot).tolist()}
-        whole, part = np.array([wholes[b] for b in boot.tolist()]).reshape(-1, 2), rows[:, 5:]
+        whole = np.array([self.wholes.get(b, UNKNOWN_RATE) for b in boot.tolist()])
+        whole, part = whole.reshape(-1, 2), rows[:, 5:]
         return window_rows(rows[:, :4], np.where(part[:, 1:] < whole[:, 1:], part, whole))
+
+
+def _listed(tally: Tally, boot: int) -> bool:
+    """Whether a drift window of ``boot`` is among those listed (a node's rows come in the
+    order of their boots)."""
+    for clock in tally.clocks.values():
+        rows = clock.rows.values
+        if len(rows) and rows[0, 4] <= boot <= rows[-1, 4]:  # else at once: none of it
+            i = int(np.searchsorted(rows[:, 4], boot))
+            if rows[i, 4] == boot:
+                return True
+    return False
 
 
 class _Latency:
@@ -475,12 +584,55 @@ class _Latency:
     def samples(self, feed: Feed, t_s: np.ndarray, backlog: np.ndarray) -> Iterator[Any]:
         """((node, boot), stamps, stamp minus arrival) of a read's frames, per node and boot."""
         frames = feed.decoded.frames
-        good = (frames["status"] == OK) & ~backlog
-        key = frames["node"].astype(np.int64) * (1 << 32) + feed.boot
-        for k in np.unique(key[good]).tolist():
-            sel = good & (key == k)
-            stamp = self.stamps(k, frames["t_us"][sel]).astype(np.float64)
-            yield divmod(k, 1 << 32), stamp, stamp - t_s[sel] * 1e6
+        if len(feed.boot):
+            self.stamps.end_before(int(feed.boot[0]))
+        good = np.flatnonzero((frames["status"] == OK) & ~backlog)
+        key = frames["node"][good].astype(np.int64) * (1 << 32) + feed.boot[good]
+        for k, at in groups(key):
+            sel = good[at]
+            node, boot = divmod(k, 1 << 32)
+            stamp = self.stamps(boot, node, frames["t_us"][sel]).astype(np.float64)
+            yield (node, boot), stamp, stamp - t_s[sel] * 1e6
+
+
+LINE_DTYPE = np.dtype([("boot", np.int64), ("node", np.int64), ("a", np.float64),
+                       ("slope", np.float64), ("x0", np.float64)])  # fmt: skip
+
+
+Line = tuple[int, int, float, float, float]  # boot, node, and the line: a, slope, x0
+
+
+class Lines:
+    """Each node's latency envelope per boot (:func:`_latencies`: the line its frames' latency
+    is measured above), written as its boot ends and read back in the latency passes as the
+    boots come again, in a :class:`.spill.Spill`; and the nodes that have one."""
+
+    def __init__(self) -> None:
+        self.spill = Spill(LINE_DTYPE)
+        self.nodes: set[int] = set()
+
+    def write(self, rows: list[Line]) -> None:
+        """A read's lines, of boots that have ended (any order: written in boot order)."""
+        if rows:
+            self.spill.append(np.array(sorted(rows), LINE_DTYPE))
+            self.nodes.update(row[1] for row in rows)
+
+    @staticmethod
+    def of_fits(ended: list[tuple[Any, Envelope, Reorder]]) -> list[Line]:
+        """Fits whose boots have ended (:meth:`.envelope.Fits.end_before`): those of two frames
+        or more."""
+        return [(boot, node, *envelope.line(), envelope.x0)
+                for (node, boot), envelope, order in ended if order.n >= 2]  # fmt: skip
+
+    @staticmethod
+    def of_samples(node: int, boot: int, x: np.ndarray, y: np.ndarray) -> list[Line]:
+        """A boot's samples all at once (it began and ended in one read: forged reboots, 12 000
+        a read, made a fit each): the line its fit would give (:func:`.drift.envelope_slope`,
+        ``tests/linktools/test_host_stream.py``), no fit made."""
+        return [(boot, node, *envelope_slope(x, y), float(x.min()))] if len(x) >= 2 else []
+
+    def close(self) -> None:
+        self.spill.close()
 
 
 def host_stats(
@@ -489,14 +641,21 @@ def host_stats(
     """``link_stats(capture, read_rx_times(rxt))`` of the capture ``read()`` yields in chunks
     (called five times, more for a percentile in a crowded bucket: :mod:`.ranks`), in memory
     that does not grow with it; :class:`NotStreamable` when that cannot be the same report."""
-    scan = _scan(read, rxt)
-    if not scan.frames:
-        raise NotStreamable("no frame")
+    scan, lines = _scan(read, rxt), Lines()
+    try:
+        if not scan.frames:
+            raise NotStreamable("no frame")
+        return _host_stats(read, rxt, scan, lines, continues)
+    finally:
+        scan.counts.spill.close()
+        lines.close()
+
+
+def _host_stats(
+    read: Callable[[], Iterable[bytes]], rxt: Path, scan: _Scan, lines: Lines, continues: bool
+) -> dict[str, Any]:
     host = _backlog(read, rxt, scan)
-    counts = dict(scan.hub_ok)
-    if host.backlog_ok:
-        counts[0] -= host.backlog_ok
-    rates, latency = HostRates(counts), _Latency()
+    rates, latency = HostRates(scan.counts, host.backlog_ok), _Latency()
     tally, edges = Tally(rates, host.timing.joined_until_s), Edges()
     fits = Fits(merge=True)
     at_join: int | None = None
@@ -507,56 +666,58 @@ def host_stats(
         t_s, backlog = host.t_s(feed), host.backlog(feed)
         rates.add(feed, t_s, backlog)
         tally.feed(feed.decoded, feed.boot, t_s, edges.first)
-        rates.trim(tally)
         beats = feed.decoded.tables.get("HEARTBEAT")
         if at_join is None and np.isfinite(joined_until) and beats is not None and len(beats):
             when = t_s[np.searchsorted(feed.decoded.frames["offset"], beats["offset"])]
             settled = np.flatnonzero(when > joined_until)
             if len(settled):
                 at_join = int(beats["tx_dropped"][settled[0]])
+        last = int(feed.boot[-1]) if len(feed.boot) else -1
+        rows = []
         for (node, boot), x, y in latency.samples(feed, t_s, backlog):
-            fits.add((node, boot), boot, x, y)
+            if boot < last and (node, boot) not in fits.fits:  # all its frames in this read
+                rows += Lines.of_samples(node, boot, x, y)
+            else:
+                fits.add((node, boot), boot, x, y)
         if len(feed.boot):
-            fits.end_before(int(feed.boot[-1]))
+            rates.trim(tally, last)
+            rows += Lines.of_fits(fits.end_before(last))
+        lines.write(rows)
     if np.isfinite(joined_until) and at_join is None and tally.beats:
         raise NotStreamable("no HEARTBEAT after the join")  # link_stats fails on it too
-    fits.end_before(np.inf)
-    figures = HostFigures(
-        host.timing,
-        {b: rates.whole(b) for b in rates.boots},
-        _latencies(read, rxt, host, fits),
-        at_join or 0,
-    )
+    lines.write(Lines.of_fits(fits.end_before(np.inf)))
+    rates.end()
+    figures = HostFigures(host.timing, rates.listing, _latencies(read, rxt, host, lines),
+                          at_join or 0)  # fmt: skip
     findings = tally.findings(passes.decoder.stats(), passes.clock, edges.size, edges.tail,
                               continues, figures)  # fmt: skip
     return report(findings)
 
 
 def _latencies(
-    read: Callable[[], Iterable[bytes]],
-    rxt: Path,
-    host: HostTime,
-    fits: Fits,
+    read: Callable[[], Iterable[bytes]], rxt: Path, host: HostTime, lines: Lines
 ) -> dict[int, dict[str, float]]:
     """Per node, p50, p95 and max of its frames' latency (ms) above its envelope, over its
     boots of two frames or more: counted in one pass, the wanted ranks kept in another (or
-    their buckets narrowed in more, :mod:`.ranks`)."""
-    lines = {}
-    for key, (envelope, order) in fits.fits.items():
-        if order.n >= 2:
-            a, slope = envelope.line()
-            lines[key] = (a, slope, envelope.x0)
-    ranks = {node: Ranks() for node, _ in sorted(lines)}
+    their buckets narrowed in more, :mod:`.ranks`), each boot's lines read as it comes."""
+    ranks = {node: Ranks() for node in sorted(lines.nodes)}
     counting = True
     while True:
-        latency = _Latency()
+        latency, cursor = _Latency(), Cursor(lines.spill)
+        known: dict[tuple[int, int], tuple[float, float, float]] = {}  # the read's boots' lines
         for feed in _Pass(read, rxt):
+            if len(feed.boot):
+                known = {key: line for key, line in known.items() if key[1] >= feed.boot[0]}
+                for boot, node, *line in cursor.upto(int(feed.boot[-1])).tolist():
+                    known[node, boot] = tuple(line)
             t_s, backlog = host.t_s(feed), host.backlog(feed)
+            lats: dict[int, list[np.ndarray]] = {}  # a read's, per node: one call a node
             for key, x, y in latency.samples(feed, t_s, backlog):
-                if key in lines:
-                    a, slope, x0 = lines[key]
-                    lat = ((a + slope * (x - x0)) - y) / 1e3
-                    (ranks[key[0]].count if counting else ranks[key[0]].take)(lat)
+                if key in known:
+                    a, slope, x0 = known[key]
+                    lats.setdefault(key[0], []).append(((a + slope * (x - x0)) - y) / 1e3)
+            for node, mine in lats.items():
+                (ranks[node].count if counting else ranks[node].take)(np.concatenate(mine))
         counting = False
         settled = [r.settle() for r in ranks.values()]  # every node's, before the next pass
         if all(settled):

@@ -529,7 +529,7 @@ def link_stats(
     bad = bad_frames(found_bad, problems)
     problems += reboot_problems(reboots)
     hub_rate = HubRate(decoded, timing, boot) if has_host else None
-    host_ppm = {b: hub_rate.ppm(b) for b in hub_rate.boots} if hub_rate else {}
+    host_ppm = _host_ppm(hub_rate) if hub_rate else Listing()
     clocks, windows = _clock_windows(decoded, starts, hub_rate, t_s)
     retx = frames[good & ((frames["flags"] & FLAG_RETRANSMISSION) != 0)]
     per_type = _per_type(frames, t_s, boot, span)
@@ -558,6 +558,16 @@ def link_stats(
     )
 
 
+def _host_ppm(hub_rate: HubRate) -> Listing:
+    """The hub's rate against the host over each boot: the first :data:`LISTED` boots', and
+    how many boots have one (forged reboots of nine hub frames each have one a boot)."""
+    boots = list(hub_rate.boots)[:LISTED]
+    rates = np.array([hub_rate.ppm(b) for b in boots]).reshape(-1, 2)
+    listing = Listing.of(np.array(boots, np.int64), *rates.T)
+    listing.count = len(hub_rate.boots)
+    return listing
+
+
 def _retransmissions(retx: np.ndarray) -> dict[int, Listing]:
     """Per node, its retransmissions' offsets (frame-table rows)."""
     return {n: Listing.of(retx["offset"][retx["node"] == n].astype(np.int64))
@@ -573,7 +583,7 @@ class Findings:
     timing: Timing
     span: float
     frames: int
-    host_ppm: dict[int, tuple[float, float]]
+    host_ppm: Listing  # boot, the hub's rate against the host and its ± over it, of each boot
     bad: dict[str, dict[str, Any]]
     reboots: Listing  # offset, boot_id of each boot after the first
     per_type: dict[int, dict[str, Any]]
@@ -639,6 +649,9 @@ def report(found: Findings) -> dict[str, Any]:
     if any(found.windows[n] > len(c) for n, c in clocks.items()):
         notes.append(f"a node with more than {WINDOWS_LISTED} drift windows lists and figures "
                      f"its clock from its first {WINDOWS_LISTED} (\"windows_count\" in --json: all)")  # fmt: skip
+    if found.host_ppm.count > len(found.host_ppm.rows):
+        notes.append(f"the hub's rate against the host's clock is listed for its first {LISTED} "
+                     f"boots (\"hub_vs_host_count\" in --json: all)")  # fmt: skip
     if any(len(p.offsets) < p.total for p in problems):
         notes.append(f"a finding with more than {LISTED} offsets lists only its first {LISTED} "
                      "(with their times; \"listed\" in --json says how many): its count is of all")  # fmt: skip
@@ -647,8 +660,7 @@ def report(found: Findings) -> dict[str, Any]:
         "speed": timing.speed,
         "span_s": found.span,
         "frames": found.frames,
-        "hub_vs_host_ppm": {str(b): v for b, (v, _) in found.host_ppm.items()},
-        "hub_vs_host_uncertainty_ppm": {str(b): u for b, (_, u) in found.host_ppm.items()},
+        **hub_vs_host_keys(found.host_ppm),
         "backlog_frames": int(timing.backlog.sum()),
         "bad": found.bad,
         **reboot_keys(found.reboots),
@@ -657,6 +669,16 @@ def report(found: Findings) -> dict[str, Any]:
         "problems": [p.entry() for p in problems],
         **{k: v for k, v in found.trust.items() if v},  # issue 29: only when there are any
     }
+
+
+def hub_vs_host_keys(host_ppm: Listing) -> dict[str, Any]:
+    """The report's hub-against-host rates by boot, the first :data:`LISTED` boots', and when
+    there are more, how many boots have one and how many are listed (as ``reboots``)."""
+    rows = host_ppm.rows
+    capped = listed_key(len(rows), host_ppm.count)
+    return {"hub_vs_host_ppm": {str(b): v for b, v, _ in rows},
+            "hub_vs_host_uncertainty_ppm": {str(b): u for b, _, u in rows},
+            **({"hub_vs_host_count": host_ppm.count, "hub_vs_host_listed": len(rows)} if capped else {})}  # fmt: skip
 
 
 NO_LOSS: Lost = {"count": 0, "offsets": [], "times_s": [], "missing": []}, 0

@@ -193,7 +193,7 @@ class HostFigures:
     """What host receive times add to a report (:mod:`.hoststream`); none without them."""
 
     timing: Timing
-    host_ppm: dict[int, tuple[float, float]] = field(default_factory=dict)
+    host_ppm: Listing = field(default_factory=Listing)  # boot, rate, ± (the first LISTED)
     latency: dict[int, dict[str, float]] = field(default_factory=dict)
     dropped_at_join: int = 0
 
