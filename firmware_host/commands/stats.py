@@ -102,6 +102,13 @@ def next_part(capture: str) -> bool:
     return Path(capture).with_name(following).exists()
 
 
+# A .rxt that cannot stream (no recorder writes one: offsets that go back, stamps out of order)
+# is read the whole-capture way, which holds the capture and its per-frame arrays (about 5 bytes
+# a byte): up to this size that stays under 300 MB; beyond it the capture is reported without
+# its host times, so a hostile .rxt beside a gigabyte costs no more than the plain stats.
+WHOLE_WAY_MAX = 16 << 20
+
+
 @contextmanager
 def _rereadable(capture: str) -> Iterator[str]:
     """A capture file as it is; stdin copied to a temporary file a chunk at a time (``stats``
@@ -165,9 +172,13 @@ def run(args: argparse.Namespace) -> int:
         try:  # host times, streamed (docs/memory.md)
             report = host_stats(read, rxt, continues=continues)
         except NotStreamable as exc:
-            sys.stderr.write(f"stats: {rxt.name}: {exc}: reading the whole capture\n")
-            capture = np.frombuffer(b"".join(read()), np.uint8)
-            report = link_stats(capture, read_rx_times(rxt), continues=continues)
+            if Path(args.capture).stat().st_size > WHOLE_WAY_MAX:
+                sys.stderr.write(f"stats: {rxt.name}: {exc}: host times not read (the whole-capture"
+                                 f" way is for captures up to {WHOLE_WAY_MAX >> 20} MB)\n")  # fmt: skip
+            else:
+                sys.stderr.write(f"stats: {rxt.name}: {exc}: reading the whole capture\n")
+                capture = np.frombuffer(b"".join(read()), np.uint8)
+                report = link_stats(capture, read_rx_times(rxt), continues=continues)
     if report is None:
         with _rereadable(args.capture) as path:
             report = stream_stats(as_it_was(path), continues=continues)

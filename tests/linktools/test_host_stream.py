@@ -19,7 +19,7 @@ from proc_util import run_cli as cli
 from test_link_timing import joined, write
 from test_stats_stream import MB, chunks, peak_rss_mb
 
-from firmware_host.commands.stats import _text
+from firmware_host.commands.stats import WHOLE_WAY_MAX, _text
 from firmware_host.jsonout import dumps
 from firmware_host.link.recorder import RX_TIMES_DTYPE, read_rx_times
 from firmware_host.linktools.envelope import Envelope
@@ -146,6 +146,27 @@ def test_what_cannot_stream_takes_the_whole_way_with_one_line(
     done = cli("stats", "--json", str(path))
     assert done.stdout == dumps(whole_report(path)) + "\n"
     assert done.stderr == "stats: back.rxt: the .rxt's offsets go back: reading the whole capture\n"
+
+
+def test_a_big_capture_beside_a_rxt_that_cannot_stream_is_reported_without_host_times(
+    table: dict[str, Any], tmp_path: Path
+) -> None:
+    """The whole-capture way holds about 5 bytes a byte of capture: beside a gigabyte, a
+    hostile .rxt would cost gigabytes. Over WHOLE_WAY_MAX the capture is the plain stats',
+    in the plain stats' memory, and one line says why."""
+    rx = table["rx"].copy()
+    rx["offset"][[100, 101]] = rx["offset"][[101, 100]]
+    data = table["data"] + bytes(WHOLE_WAY_MAX)  # zeros: no frame, skipped as noise
+    path = write(tmp_path / "back.bin", data, rx)
+    plain = tmp_path / "plain.bin"
+    plain.write_bytes(data)
+    done = cli("stats", "--json", str(path))
+    assert done.stdout == cli("stats", "--json", str(plain)).stdout
+    assert done.stderr == (
+        "stats: back.rxt: the .rxt's offsets go back: host times not read"
+        f" (the whole-capture way is for captures up to {WHOLE_WAY_MAX >> 20} MB)\n"
+    )
+    assert peak_rss_mb("stats", str(path)) < peak_rss_mb("stats", str(plain)) + 10
 
 
 @pytest.mark.parametrize("kind", ["a directory", "a FIFO"])
