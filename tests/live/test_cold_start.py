@@ -232,9 +232,14 @@ def test_a_worker_behind_publishes_each_verdict_as_it_decides_it() -> None:
         came = [(time.monotonic() - started, o) for o in engine.finish()]
     finally:
         engine.close()
-    verdicts = [t for t, o in came for line in o.step.lines if line.get("kind") == "verdict"]
+    # timed from the worker's first answer: its own start (imports without the JIT, seconds on
+    # a busy machine) comes before any answer and says nothing of when a verdict is published
+    first = came[0][0]
+    verdicts = [
+        t - first for t, o in came for line in o.step.lines if line.get("kind") == "verdict"
+    ]
     assert len(verdicts) >= 2
-    assert verdicts[0] < 0.9 * came[-1][0], (verdicts, came[-1][0])
+    assert verdicts[0] < 0.9 * (came[-1][0] - first), (verdicts, first, came[-1][0])
 
 
 def test_the_ack_sniffer_finds_the_decoders_acks_however_the_bytes_are_cut() -> None:
