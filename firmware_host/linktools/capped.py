@@ -34,6 +34,12 @@ def listed_key(listed: int, total: int) -> dict[str, int]:
     return {"listed": listed} if listed < total else {}
 
 
+def count_keys(name: str, listed: int, total: int) -> dict[str, int]:
+    """``{name_count, name_listed}`` beside a list with no room for keys of its own, when it
+    lists fewer than it has, else nothing (a report under the cap stays as it was)."""
+    return {f"{name}_count": total, f"{name}_listed": listed} if listed < total else {}
+
+
 class Listing:
     """A finding's count and its first :data:`LISTED` rows (offset, time, ...), the rest
     counted and dropped: what is kept stays bounded whatever the capture holds."""

@@ -46,6 +46,7 @@ from .capped import (
     Listing,
     Lost,
     SeqGaps,
+    count_keys,
     listed_key,
     losses,
     take_seq_marks,
@@ -490,9 +491,7 @@ def reboot_keys(reboots: Listing) -> dict[str, Any]:
     count and how many are listed (a list has no room for keys of its own; a report under
     the cap stays as it was)."""
     listed = [{"offset": o, "boot_id": i} for o, i in reboots.rows]
-    capped = listed_key(len(listed), reboots.count)
-    return {"reboots": listed,
-            **({"reboots_count": reboots.count, "reboots_listed": len(listed)} if capped else {})}  # fmt: skip
+    return {"reboots": listed, **count_keys("reboots", len(listed), reboots.count)}
 
 
 def link_stats(
@@ -675,10 +674,9 @@ def hub_vs_host_keys(host_ppm: Listing) -> dict[str, Any]:
     """The report's hub-against-host rates by boot, the first :data:`LISTED` boots', and when
     there are more, how many boots have one and how many are listed (as ``reboots``)."""
     rows = host_ppm.rows
-    capped = listed_key(len(rows), host_ppm.count)
     return {"hub_vs_host_ppm": {str(b): v for b, v, _ in rows},
             "hub_vs_host_uncertainty_ppm": {str(b): u for b, _, u in rows},
-            **({"hub_vs_host_count": host_ppm.count, "hub_vs_host_listed": len(rows)} if capped else {})}  # fmt: skip
+            **count_keys("hub_vs_host", len(rows), host_ppm.count)}  # fmt: skip
 
 
 NO_LOSS: Lost = {"count": 0, "offsets": [], "times_s": [], "missing": []}, 0
@@ -689,9 +687,7 @@ def _clock_entry(series: np.ndarray, node: int, has_host: bool, windows: int) ->
     median of figures each within its own bound of the truth is within the widest), the
     worst window, the datasheet limit, every window listed (``windows`` in all)."""
     worst = int(np.argmax(np.abs(series[:, 2])))
-    capped = (
-        {"windows_count": windows, "windows_listed": len(series)} if windows > len(series) else {}
-    )
+    capped = count_keys("windows", len(series), windows)
     return {
         "reference": "host" if has_host else "hub",
         "ppm": float(np.median(series[:, 2])),
